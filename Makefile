@@ -1,0 +1,33 @@
+# herald: make up | test | test-cluster | down | reset
+# Every target that needs servers starts them first (stack/up.sh is idempotent).
+
+GO ?= go
+GOTEST_FLAGS ?= -count=1 -timeout 20m
+
+.PHONY: up down reset test test-cluster build vet
+
+up:
+	stack/up.sh
+
+down:
+	stack/down.sh
+
+reset:
+	stack/reset.sh
+
+build:
+	$(GO) build ./...
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags cluster ./...
+
+# Every test, against the real servers; a server that does not answer is a
+# failure (tests only skip under -short, which this target never passes).
+test: up vet
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+# Replication tests on a three-broker cluster: stops and restarts brokers.
+test-cluster:
+	KAFKA_BROKERS=3 stack/up.sh
+	$(GO) test $(GOTEST_FLAGS) -tags cluster -run 'TestCluster' ./...

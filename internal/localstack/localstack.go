@@ -1,0 +1,46 @@
+// Package localstack says where herald finds its servers when nothing else is
+// configured: the MariaDB and Kafka that `make up` starts, overridable by the
+// HERALD_MYSQL_DSN and HERALD_KAFKA_BROKERS environment variables.
+package localstack
+
+import (
+	"os"
+	"strings"
+)
+
+const (
+	// MySQLDSNDefault is the DSN of `make up`'s MariaDB.
+	MySQLDSNDefault = "herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC"
+	// KafkaBrokersDefault is the bootstrap address of `make up`'s Kafka.
+	KafkaBrokersDefault = "127.0.0.1:9092"
+)
+
+// MySQLDSN returns HERALD_MYSQL_DSN, or MySQLDSNDefault when it is unset.
+func MySQLDSN() string {
+	if v := os.Getenv("HERALD_MYSQL_DSN"); v != "" {
+		return v
+	}
+	return MySQLDSNDefault
+}
+
+// KafkaBrokers returns the comma-separated HERALD_KAFKA_BROKERS, or
+// KafkaBrokersDefault when it is unset.
+func KafkaBrokers() []string {
+	v := os.Getenv("HERALD_KAFKA_BROKERS")
+	if v == "" {
+		v = KafkaBrokersDefault
+	}
+	return SplitBrokers(v)
+}
+
+// SplitBrokers splits a comma-separated broker list, dropping empty entries
+// and surrounding spaces.
+func SplitBrokers(list string) []string {
+	var brokers []string
+	for _, b := range strings.Split(list, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	return brokers
+}

@@ -1,0 +1,61 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+)
+
+// NormalizeDSN returns dsn with the settings herald relies on: DATETIME
+// columns scanned into time.Time (parseTime), read and written as UTC (loc),
+// and a UTC session time zone so NOW(6) agrees with Go's clock. Settings the
+// caller gave for anything else are kept.
+func NormalizeDSN(dsn string) (string, error) {
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		// The driver's message never echoes the password.
+		return "", fmt.Errorf("mysql dsn: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	return cfg.FormatDSN(), nil
+}
+
+// Open connects to the database named by dsn (normalized with NormalizeDSN)
+// and checks that it answers.
+func Open(ctx context.Context, dsn string) (*sql.DB, error) {
+	normalized, err := NormalizeDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", normalized)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	db.SetConnMaxLifetime(5 * time.Minute)
+	db.SetConnMaxIdleTime(time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to mysql at %s: %w", Address(dsn), err)
+	}
+	return db, nil
+}
+
+// Address returns the network address of dsn without its credentials, for
+// logs and error messages.
+func Address(dsn string) string {
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		return "(unparsable dsn)"
+	}
+	return cfg.Net + "(" + cfg.Addr + ")/" + cfg.DBName
+}
