@@ -11,6 +11,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -73,4 +74,16 @@ func randomSuffix() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// NewHeraldDatabase is NewDatabase with herald's schema applied.
+func NewHeraldDatabase(t testing.TB) *Database {
+	t.Helper()
+	d := NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := migrations.Herald.Up(ctx, d.DB); err != nil {
+		t.Fatalf("migrate %s: %v", d.Name, err)
+	}
+	return d
 }

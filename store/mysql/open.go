@@ -11,8 +11,10 @@ import (
 
 // NormalizeDSN returns dsn with the settings herald relies on: DATETIME
 // columns scanned into time.Time (parseTime), read and written as UTC (loc),
-// and a UTC session time zone so NOW(6) agrees with Go's clock. Settings the
-// caller gave for anything else are kept.
+// a UTC session time zone so NOW(6) agrees with Go's clock, and parameters
+// interpolated client-side (one round trip per statement instead of a
+// prepare and an execute; safe with utf8mb4). Settings the caller gave for
+// anything else are kept.
 func NormalizeDSN(dsn string) (string, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
@@ -21,6 +23,7 @@ func NormalizeDSN(dsn string) (string, error) {
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

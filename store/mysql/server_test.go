@@ -94,11 +94,11 @@ func TestNormalizeDSN(t *testing.T) {
 		name, in, want string
 	}{
 		{"adds utc settings", "u:p@tcp(db:3306)/app",
-			"u:p@tcp(db:3306)/app?parseTime=true&time_zone=%27%2B00%3A00%27"},
+			"u:p@tcp(db:3306)/app?interpolateParams=true&parseTime=true&time_zone=%27%2B00%3A00%27"},
 		{"overrides a local loc", "u:p@tcp(db:3306)/app?loc=Local&parseTime=false",
-			"u:p@tcp(db:3306)/app?parseTime=true&time_zone=%27%2B00%3A00%27"},
+			"u:p@tcp(db:3306)/app?interpolateParams=true&parseTime=true&time_zone=%27%2B00%3A00%27"},
 		{"keeps other params", "u:p@tcp(db:3306)/app?timeout=5s",
-			"u:p@tcp(db:3306)/app?parseTime=true&timeout=5s&time_zone=%27%2B00%3A00%27"},
+			"u:p@tcp(db:3306)/app?interpolateParams=true&parseTime=true&timeout=5s&time_zone=%27%2B00%3A00%27"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,181 @@
+// Package migrations holds herald's versioned schema (embedded SQL applied
+// with pressly/goose) and the small runner the examples reuse for their own
+// tables.
+//
+// Applying is idempotent and safe to run from several processes at once (a
+// MySQL named lock serializes them). A database whose schema is newer than
+// the running binary is refused, so an old relay never runs against tables it
+// does not understand.
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed sql/*.sql
+var heraldSQL embed.FS
+
+// Herald is herald's own schema: the outbox and the inbox tables.
+var Herald = Set{Name: "herald", Table: "herald_schema_migrations", FS: mustSub(heraldSQL, "sql")}
+
+// ErrSchemaTooNew is returned when the database was migrated by a newer
+// binary than this one.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// Set is a named sequence of goose SQL migrations with its own version table.
+type Set struct {
+	// Name appears in messages and in the lock name.
+	Name string
+	// Table records the applied versions.
+	Table string
+	// FS holds NNNNN_name.sql files at its root.
+	FS fs.FS
+}
+
+// Status is where a database stands relative to a Set.
+type Status struct {
+	// Current is the highest version applied to the database (0: none).
+	Current int64
+	// Latest is the highest version this binary knows.
+	Latest int64
+	// Migrations lists every known migration with whether it is applied.
+	Migrations []MigrationStatus
+}
+
+// MigrationStatus is one migration of a Status.
+type MigrationStatus struct {
+	Version   int64
+	Name      string
+	AppliedAt time.Time // zero when pending
+}
+
+// Up applies the pending migrations of s and returns the versions it applied
+// (none when the database was current).
+func (s Set) Up(ctx context.Context, db *sql.DB) ([]int64, error) {
+	var applied []int64
+	err := s.withLock(ctx, db, func(p *goose.Provider) error {
+		if err := s.checkNotNewer(ctx, p); err != nil {
+			return err
+		}
+		results, err := p.Up(ctx)
+		for _, r := range results {
+			applied = append(applied, r.Source.Version)
+		}
+		if err != nil {
+			return fmt.Errorf("apply %s migrations: %w", s.Name, err)
+		}
+		return nil
+	})
+	return applied, err
+}
+
+// Status reports which migrations of s are applied to db.
+func (s Set) Status(ctx context.Context, db *sql.DB) (Status, error) {
+	p, err := s.provider(db)
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	if st.Current, err = p.GetDBVersion(ctx); err != nil {
+		return Status{}, fmt.Errorf("read %s schema version: %w", s.Name, err)
+	}
+	list, err := p.Status(ctx)
+	if err != nil {
+		return Status{}, fmt.Errorf("read %s migration status: %w", s.Name, err)
+	}
+	for _, m := range list {
+		st.Migrations = append(st.Migrations, MigrationStatus{
+			Version: m.Source.Version, Name: m.Source.Path, AppliedAt: m.AppliedAt,
+		})
+		st.Latest = max(st.Latest, m.Source.Version)
+	}
+	return st, nil
+}
+
+// Check returns nil when db's schema is exactly what this binary expects,
+// ErrSchemaTooNew when it is newer, and an error asking to migrate when
+// migrations are pending.
+func (s Set) Check(ctx context.Context, db *sql.DB) error {
+	st, err := s.Status(ctx, db)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Current > st.Latest:
+		return s.tooNew(st.Current, st.Latest)
+	case st.Current < st.Latest:
+		return fmt.Errorf("%s schema is at version %d, this binary needs %d: run `herald migrate up`", s.Name, st.Current, st.Latest)
+	}
+	return nil
+}
+
+func (s Set) checkNotNewer(ctx context.Context, p *goose.Provider) error {
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s schema version: %w", s.Name, err)
+	}
+	var latest int64
+	for _, src := range p.ListSources() {
+		latest = max(latest, src.Version)
+	}
+	if current > latest {
+		return s.tooNew(current, latest)
+	}
+	return nil
+}
+
+func (s Set) tooNew(current, latest int64) error {
+	return fmt.Errorf("%w: %s schema is at version %d but this binary knows only up to %d; "+
+		"run a herald at least as new as the one that migrated it (no downgrade is attempted)",
+		ErrSchemaTooNew, s.Name, current, latest)
+}
+
+func (s Set) provider(db *sql.DB) (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectMySQL, db, s.FS,
+		goose.WithTableName(s.Table), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("load %s migrations: %w", s.Name, err)
+	}
+	return p, nil
+}
+
+// withLock runs fn while holding a MySQL named lock, so that several
+// processes migrating at start-up apply each migration once.
+func (s Set) withLock(ctx context.Context, db *sql.DB, fn func(*goose.Provider) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.Name, err)
+	}
+	defer conn.Close()
+	lockName := "herald_migrate_" + s.Table
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", lockName).Scan(&got); err != nil {
+		return fmt.Errorf("migrate %s: take lock: %w", s.Name, err)
+	}
+	if got.Int64 != 1 {
+		return fmt.Errorf("migrate %s: another process held the migration lock for 60 s", s.Name)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lockName)
+
+	p, err := s.provider(db)
+	if err != nil {
+		return err
+	}
+	return fn(p)
+}
+
+func mustSub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}

@@ -1,0 +1,42 @@
+// Package outbox is herald's write path: it adds events to the caller's own
+// database transaction, so the business change and its events commit
+// together or not at all. It needs only the standard library's database/sql
+// and a MySQL or MariaDB driver; the relay (package relay) publishes the
+// committed events to Kafka afterwards.
+//
+// Apply herald's schema first (`herald migrate up`, or migrations.Herald.Up).
+// Then, inside your transaction:
+//
+//	w, err := outbox.NewWriter(outbox.Config{})
+//	if err != nil { ... }
+//
+//	tx, err := db.BeginTx(ctx, nil)
+//	if err != nil { ... }
+//	defer tx.Rollback() // a no-op after Commit
+//
+//	res, err := tx.ExecContext(ctx, "INSERT INTO orders (customer_id, total_amount) VALUES (?, ?)", 42, "19.98")
+//	if err != nil { ... }
+//	orderID, _ := res.LastInsertId()
+//
+//	payload, _ := json.Marshal(map[string]any{
+//		"order_id": orderID, "customer_id": 42, "total_amount": "19.98",
+//	})
+//	ids, err := w.Add(ctx, tx, outbox.Event{
+//		AggregateType: "order",
+//		AggregateID:   strconv.FormatInt(orderID, 10),
+//		EventType:     "order.created",
+//		SchemaVersion: 1,
+//		Payload:       payload,
+//	})
+//	if err != nil { ... } // a *outbox.ValidationError names the bad field
+//	if err := tx.Commit(); err != nil { ... }
+//	_ = ids // the events' ids, e.g. for logs
+//
+// Events of one aggregate reach Kafka in the order they were added; the
+// AggregateID is the Kafka key. To propagate a trace, put the incoming W3C
+// traceparent into the context with ContextWithTraceparent: every event
+// added under that context carries it as a header.
+//
+// For a busy service add interpolateParams=true to the DSN: each statement is
+// then one round trip instead of a prepare and an execute.
+package outbox

@@ -1,0 +1,282 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// MaxPayloadBytesDefault is Config.MaxPayloadBytes's default: 1 MiB.
+const MaxPayloadBytesDefault = 1 << 20
+
+// insertChunkRows and insertChunkBytes bound one INSERT statement, well
+// inside the placeholder limit and the server's max_allowed_packet.
+const (
+	insertChunkRows  = 500
+	insertChunkBytes = 4 << 20
+)
+
+// Config shapes a Writer. The zero value is ready to use.
+type Config struct {
+	// MaxPayloadBytes is the largest Payload accepted. Defaults to 1 MiB.
+	MaxPayloadBytes int
+	// Now returns the time used for events without OccurredAt. Defaults to
+	// time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxPayloadBytes == 0 {
+		c.MaxPayloadBytes = MaxPayloadBytesDefault
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.MaxPayloadBytes < 0 {
+		return fmt.Errorf("outbox config: MaxPayloadBytes must not be negative, got %d", c.MaxPayloadBytes)
+	}
+	return nil
+}
+
+// Writer adds events to the caller's transactions. It is safe for concurrent
+// use.
+type Writer struct {
+	cfg Config
+}
+
+// NewWriter returns a Writer with cfg; zero fields take their defaults.
+func NewWriter(cfg Config) (*Writer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Writer{cfg: cfg.withDefaults()}, nil
+}
+
+// Add validates events and inserts them into outbox_events inside tx. They
+// become visible to the relay only if the caller commits tx; a rollback
+// leaves nothing behind. It returns each event's id (a time-ordered UUIDv7),
+// in the order given.
+//
+// Events of one aggregate are numbered in the order given, after every event
+// of that aggregate already committed: Add locks the aggregate's counter row
+// until tx ends, so concurrent writers of one aggregate take turns and the
+// relay publishes in commit order. Add makes no remote call besides the
+// database.
+//
+// An invalid event is reported as a *ValidationError before anything is
+// written.
+func (w *Writer) Add(ctx context.Context, tx *sql.Tx, events ...Event) ([]string, error) {
+	if len(events) == 0 {
+		return nil, ErrNoEvents
+	}
+	rows := make([]row, len(events))
+	now := w.cfg.Now().UTC().Truncate(time.Microsecond)
+	traceparent, hasTrace := TraceparentFromContext(ctx)
+	for i, e := range events {
+		if err := w.validate(i, e); err != nil {
+			return nil, err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("outbox: generate event id: %w", err)
+		}
+		headers := e.Headers
+		if hasTrace {
+			if _, set := headers[TraceparentHeader]; !set {
+				headers = cloneWith(headers, TraceparentHeader, traceparent)
+			}
+		}
+		var headersJSON []byte
+		if len(headers) > 0 {
+			if headersJSON, err = json.Marshal(headers); err != nil {
+				return nil, fmt.Errorf("outbox: event %d: encode headers: %w", i, err)
+			}
+		}
+		occurred := e.OccurredAt
+		if occurred.IsZero() {
+			occurred = now
+		}
+		rows[i] = row{
+			id: id.String(), event: e, headers: headersJSON,
+			occurredAt: occurred.UTC().Truncate(time.Microsecond),
+		}
+	}
+	if err := assignSequences(ctx, tx, rows); err != nil {
+		return nil, err
+	}
+	if err := insertRows(ctx, tx, rows); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	return ids, nil
+}
+
+type row struct {
+	id         string
+	event      Event
+	headers    []byte
+	occurredAt time.Time
+	seq        uint64
+}
+
+// assignSequences reserves aggregate_seq numbers for rows. Counter rows are
+// locked in (aggregate_type, aggregate_id) order, so two transactions that
+// touch the same aggregates cannot deadlock on them.
+func assignSequences(ctx context.Context, tx *sql.Tx, rows []row) error {
+	type aggregate struct{ typ, id string }
+	counts := map[aggregate]uint64{}
+	for _, r := range rows {
+		counts[aggregate{r.event.AggregateType, r.event.AggregateID}]++
+	}
+	keys := make([]aggregate, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b aggregate) int {
+		return cmp.Or(strings.Compare(a.typ, b.typ), strings.Compare(a.id, b.id))
+	})
+	next := make(map[aggregate]uint64, len(keys))
+	for _, k := range keys {
+		n := counts[k]
+		// LAST_INSERT_ID(expr) hands the new counter back in the OK packet:
+		// one round trip whether the row is new or not.
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO outbox_aggregates (aggregate_type, aggregate_id, last_seq)
+			 VALUES (?, ?, LAST_INSERT_ID(?))
+			 ON DUPLICATE KEY UPDATE last_seq = LAST_INSERT_ID(last_seq + ?)`,
+			k.typ, k.id, n, n)
+		if err != nil {
+			return fmt.Errorf("outbox: reserve sequence for %s/%s: %w", k.typ, k.id, err)
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("outbox: reserve sequence for %s/%s: %w", k.typ, k.id, err)
+		}
+		next[k] = uint64(last) - n + 1
+	}
+	for i := range rows {
+		k := aggregate{rows[i].event.AggregateType, rows[i].event.AggregateID}
+		rows[i].seq = next[k]
+		next[k]++
+	}
+	return nil
+}
+
+func insertRows(ctx context.Context, tx *sql.Tx, rows []row) error {
+	const head = `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
+		event_type, schema_version, payload, headers, occurred_at, next_attempt_at) VALUES `
+	const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6))"
+	for start := 0; start < len(rows); {
+		end, size := start, 0
+		for end < len(rows) && end-start < insertChunkRows && (end == start || size+len(rows[end].event.Payload) <= insertChunkBytes) {
+			size += len(rows[end].event.Payload)
+			end++
+		}
+		var q strings.Builder
+		q.WriteString(head)
+		args := make([]any, 0, (end-start)*9)
+		for i, r := range rows[start:end] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(values)
+			var headers any
+			if r.headers != nil {
+				headers = string(r.headers)
+			}
+			args = append(args, r.id, r.event.AggregateType, r.event.AggregateID, r.seq,
+				r.event.EventType, r.event.SchemaVersion, string(r.event.Payload), headers, r.occurredAt)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("outbox: insert %d event(s): %w", end-start, err)
+		}
+		start = end
+	}
+	return nil
+}
+
+func (w *Writer) validate(i int, e Event) error {
+	fail := func(field string, err error, detail string) error {
+		return &ValidationError{Index: i, Field: field, Err: err, Detail: detail}
+	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"AggregateType", e.AggregateType, AggregateTypeMaxLen},
+		{"AggregateID", e.AggregateID, AggregateIDMaxLen},
+		{"EventType", e.EventType, EventTypeMaxLen},
+	} {
+		if err := checkText(f.value, f.max, true); err != nil {
+			return fail(f.name, err, lengthDetail(f.value, f.max, err))
+		}
+	}
+	if e.SchemaVersion == 0 {
+		return fail("SchemaVersion", ErrSchemaVersion, "")
+	}
+	if len(e.Payload) == 0 {
+		return fail("Payload", ErrRequired, "")
+	}
+	if len(e.Payload) > w.cfg.MaxPayloadBytes {
+		return fail("Payload", ErrPayloadTooLarge, fmt.Sprintf("%d > %d bytes", len(e.Payload), w.cfg.MaxPayloadBytes))
+	}
+	if !json.Valid(e.Payload) {
+		return fail("Payload", ErrPayloadNotJSON, "")
+	}
+	if len(e.Headers) > HeaderMaxCount {
+		return fail("Headers", ErrTooManyHeaders, fmt.Sprintf("%d > %d", len(e.Headers), HeaderMaxCount))
+	}
+	for name, value := range e.Headers {
+		if err := checkText(name, HeaderNameMaxLen, true); err != nil {
+			return fail("Headers["+name+"] name", err, lengthDetail(name, HeaderNameMaxLen, err))
+		}
+		if err := checkText(value, HeaderValueMaxLen, false); err != nil {
+			return fail("Headers["+name+"]", err, lengthDetail(value, HeaderValueMaxLen, err))
+		}
+	}
+	return nil
+}
+
+func checkText(s string, maxLen int, required bool) error {
+	switch {
+	case required && strings.TrimSpace(s) == "":
+		return ErrRequired
+	case !utf8.ValidString(s):
+		return ErrNotUTF8
+	case utf8.RuneCountInString(s) > maxLen:
+		return ErrTooLong
+	}
+	return nil
+}
+
+func lengthDetail(s string, maxLen int, err error) string {
+	if !errors.Is(err, ErrTooLong) {
+		return ""
+	}
+	return fmt.Sprintf("%d > %d characters", utf8.RuneCountInString(s), maxLen)
+}
+
+func cloneWith(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for mk, mv := range m {
+		out[mk] = mv
+	}
+	out[k] = v
+	return out
+}
