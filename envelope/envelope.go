@@ -1,0 +1,78 @@
+package envelope
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kafka record headers herald sets on every published event, besides the
+// event's own headers (such as traceparent).
+const (
+	HeaderEventID       = "herald-event-id"
+	HeaderEventType     = "herald-event-type"
+	HeaderEventVersion  = "herald-event-version"
+	HeaderAggregateType = "herald-aggregate-type"
+	HeaderAggregateSeq  = "herald-aggregate-seq"
+)
+
+// Envelope is the wire contract of one event: the JSON value of a Kafka
+// record. Fields are only ever added, never removed or renamed.
+type Envelope struct {
+	// EventID is the event's unique id (a UUID); consumers deduplicate on it.
+	EventID string `json:"event_id"`
+	// Type says what happened, e.g. "order.created".
+	Type string `json:"type"`
+	// Version is the version of Data's shape for Type.
+	Version uint16 `json:"version"`
+	// OccurredAt is when the event happened (RFC 3339 with fractional
+	// seconds).
+	OccurredAt time.Time `json:"occurred_at"`
+	// Data is the event's payload, as the producer wrote it.
+	Data json.RawMessage `json:"data"`
+}
+
+// Errors of Parse. Decoding errors wrap one of them.
+var (
+	// ErrMalformed: the bytes are not a JSON object of the envelope's shape.
+	ErrMalformed = errors.New("malformed envelope")
+	// ErrMissingID: event_id is absent or empty.
+	ErrMissingID = errors.New("envelope has no event_id")
+	// ErrMissingType: type is absent or empty.
+	ErrMissingType = errors.New("envelope has no type")
+	// ErrMissingVersion: version is absent or 0.
+	ErrMissingVersion = errors.New("envelope has no version")
+)
+
+// Encode returns e's JSON form. Data must be valid JSON.
+func Encode(e Envelope) ([]byte, error) {
+	if !json.Valid(e.Data) {
+		return nil, fmt.Errorf("encode envelope %s: data is not valid JSON", e.EventID)
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope %s: %w", e.EventID, err)
+	}
+	return b, nil
+}
+
+// Parse decodes an envelope, ignoring fields it does not know, and checks
+// that it names an event id, a type and a version.
+func Parse(b []byte) (Envelope, error) {
+	var e Envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	switch {
+	case e.EventID == "":
+		return Envelope{}, ErrMissingID
+	case e.Type == "":
+		return Envelope{}, ErrMissingType
+	case e.Version == 0:
+		return Envelope{}, ErrMissingVersion
+	case len(e.Data) == 0:
+		return Envelope{}, fmt.Errorf("%w: no data", ErrMalformed)
+	}
+	return e, nil
+}

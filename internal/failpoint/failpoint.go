@@ -1,0 +1,154 @@
+// Package failpoint makes a process fail at a named point, for crash drills
+// and crash tests. Failpoints are off unless HERALD_FAILPOINTS names them;
+// when none is set, Hit costs one atomic load.
+//
+//	HERALD_FAILPOINTS='relay.after_ack_before_mark=crash@3;relay.before_publish=sleep(5s)'
+//
+// Actions:
+//
+//	crash      kill the process with SIGKILL at the first hit: no deferred
+//	           function, no flush, no graceful shutdown
+//	crash@N    the same at the N-th hit (N >= 1)
+//	sleep(D)   sleep for the Go duration D at every hit
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The failpoints compiled into herald's binaries.
+const (
+	// OrdersAfterCommit: the orders API committed an order, before it answers.
+	OrdersAfterCommit = "orders.after_commit"
+	// RelayAfterClaim: a relay committed a claim, before any Kafka I/O.
+	RelayAfterClaim = "relay.after_claim"
+	// RelayBeforePublish: a relay is about to produce a claimed batch.
+	RelayBeforePublish = "relay.before_publish"
+	// RelayAfterAckBeforeMark: Kafka acknowledged a batch, before the relay
+	// marks it published.
+	RelayAfterAckBeforeMark = "relay.after_ack_before_mark"
+	// ConsumerAfterCommitBeforeOffset: a consumer committed its database
+	// transaction, before it commits the Kafka offset.
+	ConsumerAfterCommitBeforeOffset = "consumer.after_commit_before_offset"
+	// ConsumerAfterCommitBeforeCall: a consumer committed its database
+	// transaction, before it calls the external service.
+	ConsumerAfterCommitBeforeCall = "consumer.after_commit_before_call"
+)
+
+// Known lists every failpoint, so a typo in HERALD_FAILPOINTS is an error.
+var Known = []string{
+	OrdersAfterCommit, RelayAfterClaim, RelayBeforePublish, RelayAfterAckBeforeMark,
+	ConsumerAfterCommitBeforeOffset, ConsumerAfterCommitBeforeCall,
+}
+
+// EnvVar is the environment variable that switches failpoints on.
+const EnvVar = "HERALD_FAILPOINTS"
+
+type action struct {
+	crashAt int64 // crash at this hit (0: never)
+	sleep   time.Duration
+	hits    atomic.Int64
+}
+
+var (
+	enabled atomic.Bool
+	mu      sync.RWMutex
+	points  map[string]*action
+)
+
+func init() {
+	if spec := os.Getenv(EnvVar); spec != "" {
+		if err := Set(spec); err != nil {
+			fmt.Fprintf(os.Stderr, "herald: %s: %v\n", EnvVar, err)
+			os.Exit(2)
+		}
+	}
+}
+
+// Set replaces the active failpoints with spec (the HERALD_FAILPOINTS
+// syntax); an empty spec switches them all off.
+func Set(spec string) error {
+	parsed, err := parse(spec)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	points = parsed
+	mu.Unlock()
+	enabled.Store(len(parsed) > 0)
+	return nil
+}
+
+// parse reads a HERALD_FAILPOINTS value.
+func parse(spec string) (map[string]*action, error) {
+	out := map[string]*action{}
+	for _, item := range strings.FieldsFunc(spec, func(r rune) bool { return r == ';' || r == ',' }) {
+		name, act, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want name=action", item)
+		}
+		if !known(name) {
+			return nil, fmt.Errorf("unknown failpoint %q (known: %s)", name, strings.Join(Known, ", "))
+		}
+		a := &action{}
+		switch {
+		case act == "crash":
+			a.crashAt = 1
+		case strings.HasPrefix(act, "crash@"):
+			n, err := strconv.ParseInt(strings.TrimPrefix(act, "crash@"), 10, 64)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%s: %q: want crash@N with N >= 1", name, act)
+			}
+			a.crashAt = n
+		case strings.HasPrefix(act, "sleep(") && strings.HasSuffix(act, ")"):
+			d, err := time.ParseDuration(act[len("sleep(") : len(act)-1])
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%s: %q: want sleep(DURATION)", name, act)
+			}
+			a.sleep = d
+		default:
+			return nil, fmt.Errorf("%s: unknown action %q (want crash, crash@N or sleep(D))", name, act)
+		}
+		out[name] = a
+	}
+	return out, nil
+}
+
+// Hit marks that the process reached the failpoint name and performs its
+// action, if one is set.
+func Hit(name string) {
+	if !enabled.Load() {
+		return
+	}
+	mu.RLock()
+	a := points[name]
+	mu.RUnlock()
+	if a == nil {
+		return
+	}
+	n := a.hits.Add(1)
+	if a.sleep > 0 {
+		time.Sleep(a.sleep)
+	}
+	if a.crashAt > 0 && n == a.crashAt {
+		fmt.Fprintf(os.Stderr, "herald: failpoint %s: crash (SIGKILL) at hit %d\n", name, n)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never returns; SIGKILL cannot be caught
+	}
+}
+
+func known(name string) bool {
+	for _, k := range Known {
+		if k == name {
+			return true
+		}
+	}
+	return false
+}

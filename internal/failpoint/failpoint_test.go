@@ -1,0 +1,62 @@
+package failpoint
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	good := []string{"", "relay.after_claim=crash", "relay.after_claim=crash@3; orders.after_commit=sleep(10ms)"}
+	for _, s := range good {
+		if _, err := parse(s); err != nil {
+			t.Errorf("parse(%q): %v", s, err)
+		}
+	}
+	bad := []string{"relay.after_claim", "no.such.point=crash", "relay.after_claim=crash@0",
+		"relay.after_claim=explode", "relay.after_claim=sleep(soon)"}
+	for _, s := range bad {
+		if _, err := parse(s); err == nil {
+			t.Errorf("parse(%q) accepted a bad spec", s)
+		}
+	}
+}
+
+func TestSleep(t *testing.T) {
+	t.Cleanup(func() { Set("") })
+	if err := Set("relay.before_publish=sleep(50ms)"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	Hit(RelayBeforePublish)
+	Hit(RelayAfterClaim) // not set: no effect
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("sleep failpoint slept %v, want >= 50ms", d)
+	}
+}
+
+// TestCrashKillsTheProcess runs this test binary as a child that hits a
+// crash failpoint on its second hit, and checks the child died of SIGKILL
+// after the first hit and before the line that follows the second.
+func TestCrashKillsTheProcess(t *testing.T) {
+	if os.Getenv("FAILPOINT_CHILD") == "1" {
+		Hit(RelayAfterClaim)
+		os.Stdout.WriteString("survived hit 1\n")
+		Hit(RelayAfterClaim)
+		os.Stdout.WriteString("survived hit 2\n")
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashKillsTheProcess$")
+	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", EnvVar+"="+RelayAfterClaim+"=crash@2")
+	out, err := cmd.Output()
+	status, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if err == nil || !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v (%v), want death by SIGKILL", err, cmd.ProcessState)
+	}
+	if !strings.Contains(string(out), "survived hit 1") || strings.Contains(string(out), "survived hit 2") {
+		t.Errorf("child output %q: want a crash exactly at the second hit", out)
+	}
+}
