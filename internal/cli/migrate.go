@@ -69,8 +69,11 @@ func newMigrateCommand() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	db.register(up)
-	db.register(status)
+	for _, c := range []*cobra.Command{up, status} {
+		env := envFlags{}
+		db.register(c, env)
+		env.bind(c)
+	}
 	cmd.AddCommand(up, status)
 	return cmd
 }

@@ -1,0 +1,52 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Error classes of a failed publication. Fatal ones can never succeed by
+// retrying the same record; the relay quarantines them at once.
+const (
+	ClassTimeout           = "timeout"
+	ClassBrokerUnavailable = "broker_unavailable"
+	ClassTooLarge          = "too_large"
+	ClassAuthorization     = "authorization"
+	ClassUnknownTopic      = "unknown_topic"
+	ClassInvalidRecord     = "invalid_record"
+	ClassEncode            = "encode"
+	ClassNoRoute           = "no_route"
+	ClassUnknown           = "unknown"
+)
+
+// Classify names the class of a produce error and says whether it is fatal
+// for the record.
+func Classify(err error) (class string, fatal bool) {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return ClassTooLarge, true
+	case errors.Is(err, kerr.InvalidRecord), errors.Is(err, kerr.CorruptMessage),
+		errors.Is(err, kerr.InvalidTimestamp):
+		return ClassInvalidRecord, true
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed), errors.Is(err, kerr.SaslAuthenticationFailed):
+		// Fixable by an operator (an ACL) without touching the event: retry.
+		return ClassAuthorization, false
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return ClassUnknownTopic, false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout),
+		errors.Is(err, kerr.RequestTimedOut):
+		return ClassTimeout, false
+	case errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend),
+		errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.LeaderNotAvailable),
+		errors.Is(err, kerr.BrokerNotAvailable), errors.Is(err, kgo.ErrRecordRetries),
+		errors.Is(err, kgo.ErrClientClosed), errors.As(err, &netErr):
+		return ClassBrokerUnavailable, false
+	}
+	return ClassUnknown, false
+}

@@ -1,0 +1,169 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Defaults of Config's fields.
+const (
+	BatchSizeDefault       = 500
+	LeaseDefault           = 30 * time.Second
+	PollIntervalDefault    = 250 * time.Millisecond
+	MaxAttemptsDefault     = 25
+	BackoffBaseDefault     = time.Second
+	BackoffCapDefault      = 300 * time.Second
+	ShutdownTimeoutDefault = 15 * time.Second
+	OrderPolicyDefault     = store.OrderHold
+)
+
+// TopicsDefault routes aggregate type "order" to topic "orders.v1".
+var TopicsDefault = map[string]string{"order": "orders.v1"}
+
+// Config shapes a Relay. Zero fields take their defaults.
+type Config struct {
+	// ID names this relay in locked_by and in logs; it must be unique among
+	// running relays. Defaults to "<hostname>-<pid>".
+	ID string
+	// BatchSize is the most events one claim takes. Defaults to 500.
+	BatchSize int
+	// Lease is how long claimed events belong to this relay before another
+	// may take them over. Publishing a batch is bounded by it. Defaults to
+	// 30s.
+	Lease time.Duration
+	// PollInterval is the wait after a claim that found less than a full
+	// batch. Defaults to 250ms.
+	PollInterval time.Duration
+	// MaxAttempts quarantines an event whose publication failed this many
+	// times. Defaults to 25 (about 1.7 hours of retries at the backoff cap).
+	MaxAttempts int
+	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
+	// to 1s.
+	BackoffBase time.Duration
+	// BackoffCap is the longest retry delay. Defaults to 300s.
+	BackoffCap time.Duration
+	// OrderPolicy is what later events of an aggregate do while an earlier
+	// one cannot be published. Defaults to store.OrderHold.
+	OrderPolicy store.OrderPolicy
+	// Topics maps aggregate types to topics. Defaults to TopicsDefault.
+	Topics map[string]string
+	// DefaultTopic receives aggregate types Topics does not name; empty
+	// means such events are quarantined with class no_route. Defaults to "".
+	DefaultTopic string
+	// ShutdownTimeout bounds how long Run, once its context is cancelled,
+	// waits for the batch in flight before releasing its leases. Defaults to
+	// 15s.
+	ShutdownTimeout time.Duration
+	// Logger receives the relay's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Observer is told about claims, publications and failures (metrics).
+	// Defaults to none.
+	Observer Observer
+}
+
+func (c Config) withDefaults() Config {
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		c.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = BatchSizeDefault
+	}
+	if c.Lease == 0 {
+		c.Lease = LeaseDefault
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = PollIntervalDefault
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = MaxAttemptsDefault
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = BackoffBaseDefault
+	}
+	if c.BackoffCap == 0 {
+		c.BackoffCap = BackoffCapDefault
+	}
+	if c.OrderPolicy == "" {
+		c.OrderPolicy = OrderPolicyDefault
+	}
+	if c.Topics == nil {
+		c.Topics = TopicsDefault
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = ShutdownTimeoutDefault
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	return c
+}
+
+// ConfigError is one invalid Config field.
+type ConfigError struct {
+	// Field is the Config field's name.
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate checks c (zero fields taking their defaults); each error is a
+// *ConfigError naming the field. New calls it too.
+func (c Config) Validate() error {
+	return c.withDefaults().validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if len(c.ID) > 128 {
+		errs = append(errs, &ConfigError{Field: "ID", Msg: fmt.Sprintf("at most 128 characters, got %d", len(c.ID))})
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10000 {
+		errs = append(errs, &ConfigError{Field: "BatchSize", Msg: fmt.Sprintf("must be 1..10000, got %d", c.BatchSize)})
+	}
+	if c.Lease < time.Second {
+		errs = append(errs, &ConfigError{Field: "Lease", Msg: fmt.Sprintf("must be at least 1s, got %v", c.Lease)})
+	}
+	if c.PollInterval < time.Millisecond {
+		errs = append(errs, &ConfigError{Field: "PollInterval", Msg: fmt.Sprintf("must be at least 1ms, got %v", c.PollInterval)})
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, &ConfigError{Field: "MaxAttempts", Msg: fmt.Sprintf("must be at least 1, got %d", c.MaxAttempts)})
+	}
+	if c.BackoffBase <= 0 {
+		errs = append(errs, &ConfigError{Field: "BackoffBase", Msg: fmt.Sprintf("must be positive, got %v", c.BackoffBase)})
+	}
+	if c.BackoffCap < c.BackoffBase {
+		errs = append(errs, &ConfigError{Field: "BackoffCap", Msg: fmt.Sprintf("must be at least BackoffBase (%v), got %v", c.BackoffBase, c.BackoffCap)})
+	}
+	if c.OrderPolicy != store.OrderHold && c.OrderPolicy != store.OrderSkipQuarantined {
+		errs = append(errs, &ConfigError{Field: "OrderPolicy", Msg: fmt.Sprintf("want %q or %q, got %q", store.OrderHold, store.OrderSkipQuarantined, c.OrderPolicy)})
+	}
+	for typ, topic := range c.Topics {
+		if typ == "" || strings.TrimSpace(topic) == "" {
+			errs = append(errs, &ConfigError{Field: "Topics", Msg: fmt.Sprintf("%q=%q: aggregate type and topic must not be empty", typ, topic)})
+		}
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, &ConfigError{Field: "ShutdownTimeout", Msg: fmt.Sprintf("must not be negative, got %v", c.ShutdownTimeout)})
+	}
+	return errors.Join(errs...)
+}
+
+// topicFor routes an aggregate type.
+func (c Config) topicFor(aggregateType string) (string, bool) {
+	if t, ok := c.Topics[aggregateType]; ok {
+		return t, true
+	}
+	return c.DefaultTopic, c.DefaultTopic != ""
+}

@@ -1,0 +1,32 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Observer is told what the relay does; package metrics implements it with
+// Prometheus collectors. Methods are called from the relay's goroutine and
+// must not block.
+type Observer interface {
+	// Claimed reports one claim (also an empty one).
+	Claimed(c store.Claim)
+	// Published reports records acknowledged on a topic's partition.
+	Published(topic string, partition int32, records int)
+	// PublishedBatch reports how long producing a batch took.
+	PublishedBatch(d time.Duration, records int)
+	// Failed reports one failed publication; quarantined says it was
+	// isolated.
+	Failed(class string, quarantined bool)
+	// Settled reports the outcome of marking a batch.
+	Settled(s store.Settled)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Claimed(store.Claim)               {}
+func (nopObserver) Published(string, int32, int)      {}
+func (nopObserver) PublishedBatch(time.Duration, int) {}
+func (nopObserver) Failed(string, bool)               {}
+func (nopObserver) Settled(store.Settled)             {}

@@ -1,0 +1,135 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
+)
+
+// result is what happened to one claimed event.
+type result struct {
+	event     store.Event
+	topic     string
+	partition int32
+	err       error // nil: acknowledged
+	sent      bool  // false: not produced, held behind a failure
+	behind    string
+}
+
+// publishBatch produces a claimed batch (sorted by aggregate and sequence):
+// the first event of every aggregate at once, and each next event of an
+// aggregate only after the previous one was acknowledged, so at most one
+// record per aggregate is in flight (docs/design.md, "Publishing"). After a
+// failure the rest of that aggregate's chain is not sent.
+func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result {
+	results := make([]result, len(events))
+	for i, e := range events {
+		results[i].event = e
+	}
+	type ack struct {
+		idx       int
+		partition int32
+		err       error
+	}
+	acks := make(chan ack, len(events))
+	inFlight := 0
+
+	// produce sends events[idx] (encoding failures are reported like produce
+	// failures, without a round trip).
+	produce := func(idx int) {
+		res := &results[idx]
+		res.sent = true
+		rec, topic, err := r.record(res.event)
+		res.topic = topic
+		inFlight++
+		if err != nil {
+			acks <- ack{idx: idx, err: err}
+			return
+		}
+		r.producer.Produce(ctx, rec, func(rec *kgo.Record, err error) {
+			acks <- ack{idx: idx, partition: rec.Partition, err: err}
+		})
+	}
+	for i := range events {
+		if i == 0 || !sameAggregate(events[i-1], events[i]) {
+			produce(i)
+		}
+	}
+	for inFlight > 0 {
+		a := <-acks
+		inFlight--
+		res := &results[a.idx]
+		res.partition, res.err = a.partition, a.err
+		next := a.idx + 1
+		if next >= len(events) || !sameAggregate(events[a.idx], events[next]) {
+			continue
+		}
+		if a.err == nil {
+			produce(next)
+			continue
+		}
+		for j := next; j < len(events) && sameAggregate(events[a.idx], events[j]); j++ {
+			results[j].behind = res.event.ID
+		}
+	}
+	return results
+}
+
+func sameAggregate(a, b store.Event) bool {
+	return a.AggregateType == b.AggregateType && a.AggregateID == b.AggregateID
+}
+
+// errNoRoute: no topic is configured for the event's aggregate type.
+var errNoRoute = errors.New("no topic is configured for this aggregate type")
+
+// encodeError marks a failure to build the record: fatal for the event.
+type encodeError struct{ err error }
+
+func (e encodeError) Error() string { return "encode: " + e.err.Error() }
+func (e encodeError) Unwrap() error { return e.err }
+
+// record builds the Kafka record of an event: key = aggregate id, value =
+// the versioned envelope, headers = herald's plus the event's own.
+func (r *Relay) record(e store.Event) (*kgo.Record, string, error) {
+	topic, ok := r.cfg.topicFor(e.AggregateType)
+	if !ok {
+		return nil, "", errNoRoute
+	}
+	value, err := envelope.Encode(envelope.Envelope{
+		EventID: e.ID, Type: e.EventType, Version: e.SchemaVersion, OccurredAt: e.OccurredAt, Data: e.Payload,
+	})
+	if err != nil {
+		return nil, topic, encodeError{err}
+	}
+	headers := []kgo.RecordHeader{
+		{Key: envelope.HeaderEventID, Value: []byte(e.ID)},
+		{Key: envelope.HeaderEventType, Value: []byte(e.EventType)},
+		{Key: envelope.HeaderEventVersion, Value: []byte(strconv.Itoa(int(e.SchemaVersion)))},
+		{Key: envelope.HeaderAggregateType, Value: []byte(e.AggregateType)},
+		{Key: envelope.HeaderAggregateSeq, Value: []byte(strconv.FormatUint(e.AggregateSeq, 10))},
+	}
+	for k, v := range e.Headers {
+		headers = append(headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+	}
+	return &kgo.Record{
+		Topic: topic, Key: []byte(e.AggregateID), Value: value, Headers: headers, Timestamp: e.OccurredAt,
+	}, topic, nil
+}
+
+// classify names a publication error's class and whether it is fatal.
+func classify(err error) (string, bool) {
+	var enc encodeError
+	switch {
+	case errors.Is(err, errNoRoute):
+		return kafka.ClassNoRoute, true
+	case errors.As(err, &enc):
+		return kafka.ClassEncode, true
+	}
+	return kafka.Classify(err)
+}

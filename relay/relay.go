@@ -1,0 +1,183 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/internal/failpoint"
+	"github.com/herald-outbox/herald/internal/redact"
+	"github.com/herald-outbox/herald/store"
+)
+
+// settleTimeout bounds recording a batch's outcome, even during shutdown.
+const settleTimeout = 30 * time.Second
+
+// Relay claims committed outbox events, publishes them to Kafka and marks
+// them published, at least once and in order per aggregate.
+type Relay struct {
+	cfg      Config
+	store    store.Store
+	producer Producer
+	log      *slog.Logger
+	// errorStreak counts consecutive failed iterations, for the loop's own
+	// backoff while the database or Kafka is down.
+	errorStreak uint32
+}
+
+// Producer is the part of a franz-go client the relay uses; *kgo.Client
+// from kafka.NewProducer implements it.
+type Producer interface {
+	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+}
+
+// New returns a Relay over st publishing with producer (see
+// kafka.NewProducer; its delivery timeout should be shorter than the lease).
+func New(cfg Config, st store.Store, producer Producer) (*Relay, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("relay config: %w", err)
+	}
+	return &Relay{
+		cfg: cfg, store: st, producer: producer,
+		log: cfg.Logger.With("relay_id", cfg.ID),
+	}, nil
+}
+
+// Run claims, publishes and marks until ctx is cancelled. Cancelling stops
+// claiming; the batch in flight is finished (or, after ShutdownTimeout, its
+// unsent events are released), so Run returns nil after a clean drain.
+func (r *Relay) Run(ctx context.Context) error {
+	r.log.Info("relay started", "batch_size", r.cfg.BatchSize, "lease", r.cfg.Lease.String(),
+		"order_policy", r.cfg.OrderPolicy)
+	for {
+		if ctx.Err() != nil {
+			r.log.Info("relay stopped")
+			return nil
+		}
+		claimed, err := r.runOnce(ctx)
+		var wait time.Duration
+		switch {
+		case err != nil && ctx.Err() != nil:
+			continue
+		case err != nil:
+			r.errorStreak++
+			wait = Backoff(r.errorStreak, r.cfg.PollInterval, 10*time.Second, rand.Float64())
+			r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
+		case claimed < r.cfg.BatchSize:
+			r.errorStreak = 0
+			wait = r.cfg.PollInterval
+		default:
+			r.errorStreak = 0
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+	}
+}
+
+// runOnce claims one batch, publishes it and settles it. It returns how
+// many candidate rows the claim read (leased plus held), so Run knows
+// whether more are waiting.
+func (r *Relay) runOnce(ctx context.Context) (int, error) {
+	claim, err := r.store.Claim(ctx, store.ClaimRequest{
+		RelayID: r.cfg.ID, Limit: r.cfg.BatchSize, Lease: r.cfg.Lease, Policy: r.cfg.OrderPolicy,
+	})
+	if err != nil {
+		return 0, err
+	}
+	r.cfg.Observer.Claimed(claim)
+	if claim.Steals > 0 {
+		r.log.Warn("took over events of an expired lease", "events", claim.Steals)
+	}
+	if len(claim.Events) == 0 {
+		return claim.Held, nil
+	}
+	failpoint.Hit(failpoint.RelayAfterClaim)
+
+	// The batch is finished even if ctx is cancelled meanwhile (shutdown):
+	// publishing is bounded by the lease, and after ShutdownTimeout the
+	// records not yet acknowledged are given up and released.
+	pubCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claim.Lease.Expires)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(r.cfg.ShutdownTimeout, cancel)
+		context.AfterFunc(pubCtx, func() { t.Stop() })
+	})
+	defer stop()
+
+	failpoint.Hit(failpoint.RelayBeforePublish)
+	start := time.Now()
+	results := r.publishBatch(pubCtx, claim.Events)
+	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
+	failpoint.Hit(failpoint.RelayAfterAckBeforeMark)
+
+	out := r.outcome(results)
+	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancelSettle()
+	settled, err := r.store.Settle(settleCtx, claim.Lease, claim.Events, out, r.cfg.OrderPolicy)
+	if err != nil {
+		// The rows stay leased; when the lease expires they are claimed and
+		// published again (duplicates, never losses).
+		return 0, fmt.Errorf("settle batch of %d: %w", len(claim.Events), err)
+	}
+	r.cfg.Observer.Settled(settled)
+	if settled.LostLeases > 0 {
+		r.log.Warn("lease taken over before the batch was settled; its events may be published again",
+			"events", settled.LostLeases, "locked_at", claim.Lease.LockedAt)
+	}
+	return len(claim.Events) + claim.Held, nil
+}
+
+// outcome turns per-event results into what Settle records.
+func (r *Relay) outcome(results []result) store.Outcome {
+	var out store.Outcome
+	published := map[string]map[int32]int{}
+	for _, res := range results {
+		e := res.event
+		switch {
+		case !res.sent:
+			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: res.behind})
+		case res.err == nil:
+			out.Published = append(out.Published, e.ID)
+			if published[res.topic] == nil {
+				published[res.topic] = map[int32]int{}
+			}
+			published[res.topic][res.partition]++
+		case errors.Is(res.err, context.Canceled):
+			// Shutdown gave up on it: not a failure of the event.
+			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
+		default:
+			class, fatal := classify(res.err)
+			quarantine := fatal || int(e.Attempts) >= r.cfg.MaxAttempts
+			f := store.Failure{
+				EventID: e.ID, Class: class, Message: res.err.Error(), Quarantine: quarantine,
+				RetryAfter: Backoff(e.Attempts, r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64()),
+			}
+			out.Failed = append(out.Failed, f)
+			r.cfg.Observer.Failed(class, quarantine)
+			level := slog.LevelWarn
+			if quarantine {
+				level = slog.LevelError
+			}
+			r.log.Log(context.Background(), level, "publish failed",
+				"event_id", e.ID, "aggregate_type", e.AggregateType, "attempt", e.Attempts,
+				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter,
+				"error", redact.Truncate(redact.Secrets(f.Message), 300))
+		}
+	}
+	for topic, parts := range published {
+		for p, n := range parts {
+			r.cfg.Observer.Published(topic, p, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/herald-outbox/herald/internal/redact"
+	"github.com/herald-outbox/herald/store"
+)
+
+// LastErrorMaxLen is the size of outbox_events.last_error.
+const LastErrorMaxLen = 1000
+
+// fence is the WHERE clause every update of a claimed row carries: the rows
+// must still belong to this lease (docs/design.md, invariant F1).
+const fence = ` AND locked_by = ? AND locked_at = ? AND published_at IS NULL`
+
+// Settle records a batch's outcome in one transaction, fenced by the lease,
+// then wakes the successors other relays parked behind the events it
+// published.
+func (s *Store) Settle(ctx context.Context, lease store.Lease, claimed []store.Event, out store.Outcome, policy store.OrderPolicy) (store.Settled, error) {
+	var res store.Settled
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return res, fmt.Errorf("settle: begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	named := len(out.Published) + len(out.Failed) + len(out.Unsent)
+	touched := 0
+	if len(out.Published) > 0 {
+		q := `UPDATE outbox_events SET published_at = NOW(6), last_error = NULL, error_class = NULL
+		      WHERE id IN (` + placeholders(len(out.Published)) + `)` + fence
+		args := append(anySlice(out.Published), lease.RelayID, lease.LockedAt)
+		r, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return res, fmt.Errorf("settle: mark %d published: %w", len(out.Published), err)
+		}
+		n, _ := r.RowsAffected()
+		res.Published = int(n)
+		touched += int(n)
+	}
+
+	// Failures and releases need the database clock for their retry times.
+	retryAt := map[string]time.Time{}
+	if len(out.Failed) > 0 || len(out.Unsent) > 0 {
+		var now time.Time
+		if err := tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now); err != nil {
+			return res, fmt.Errorf("settle: read clock: %w", err)
+		}
+		for _, f := range out.Failed {
+			msg := redact.Truncate(redact.Secrets(f.Message), LastErrorMaxLen)
+			var r sql.Result
+			if f.Quarantine {
+				retryAt[f.EventID] = store.Never
+				r, err = tx.ExecContext(ctx, `UPDATE outbox_events
+					SET quarantined_at = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL,
+					    last_error = ?, error_class = ?
+					WHERE id = ?`+fence,
+					now, store.Never, msg, f.Class, f.EventID, lease.RelayID, lease.LockedAt)
+			} else {
+				retryAt[f.EventID] = now.Add(f.RetryAfter)
+				r, err = tx.ExecContext(ctx, `UPDATE outbox_events
+					SET next_attempt_at = ?, locked_by = NULL, locked_at = NULL, last_error = ?, error_class = ?
+					WHERE id = ?`+fence,
+					now.Add(f.RetryAfter), msg, f.Class, f.EventID, lease.RelayID, lease.LockedAt)
+			}
+			if err != nil {
+				return res, fmt.Errorf("settle: record failure of %s: %w", f.EventID, err)
+			}
+			n, _ := r.RowsAffected()
+			touched += int(n)
+			if f.Quarantine {
+				res.Quarantined += int(n)
+			}
+		}
+		for _, u := range out.Unsent {
+			until, ok := retryAt[u.Behind]
+			switch {
+			case !ok:
+				until = now
+			case until == store.Never && policy == store.OrderSkipQuarantined:
+				until = now
+			}
+			// Not sent means not attempted: give the claim's attempt back.
+			r, err := tx.ExecContext(ctx, `UPDATE outbox_events
+				SET next_attempt_at = ?, attempts = GREATEST(attempts, 1) - 1, locked_by = NULL, locked_at = NULL,
+				    error_class = ?, last_error = ?
+				WHERE id = ?`+fence,
+				until, ErrorClassHeld, "held behind event "+u.Behind+" of the same aggregate",
+				u.EventID, lease.RelayID, lease.LockedAt)
+			if err != nil {
+				return res, fmt.Errorf("settle: release %s: %w", u.EventID, err)
+			}
+			n, _ := r.RowsAffected()
+			touched += int(n)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return res, fmt.Errorf("settle: commit: %w", err)
+	}
+	res.LostLeases = named - touched
+	if err := s.wakeSuccessors(ctx, claimed, out.Published); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// wakeSuccessors makes ready the events a claim parked behind an event this
+// batch published: the held events of its aggregate after it. Events of this
+// batch are not touched (they are published, failed or released already).
+func (s *Store) wakeSuccessors(ctx context.Context, claimed []store.Event, published []string) error {
+	if len(published) == 0 {
+		return nil
+	}
+	type aggregate struct{ typ, id string }
+	last := map[aggregate]uint64{} // highest sequence of the aggregate in the batch
+	for _, e := range claimed {
+		a := aggregate{e.AggregateType, e.AggregateID}
+		last[a] = max(last[a], e.AggregateSeq)
+	}
+	isPublished := make(map[string]bool, len(published))
+	for _, id := range published {
+		isPublished[id] = true
+	}
+	woken := map[aggregate]bool{}
+	var q strings.Builder
+	q.WriteString(`UPDATE outbox_events SET next_attempt_at = NOW(6), error_class = NULL, last_error = NULL
+		WHERE published_at IS NULL AND locked_by IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL
+		  AND error_class = ? AND next_attempt_at > NOW(6) AND (`)
+	args := []any{ErrorClassHeld}
+	for _, e := range claimed {
+		a := aggregate{e.AggregateType, e.AggregateID}
+		// Only where the batch's last event of the aggregate was published:
+		// otherwise the aggregate's next event is held behind a failure.
+		if !isPublished[e.ID] || e.AggregateSeq != last[a] || woken[a] {
+			continue
+		}
+		if len(woken) > 0 {
+			q.WriteString(" OR ")
+		}
+		woken[a] = true
+		q.WriteString("(aggregate_type = ? AND aggregate_id = ? AND aggregate_seq > ?)")
+		args = append(args, a.typ, a.id, e.AggregateSeq)
+	}
+	if len(woken) == 0 {
+		return nil
+	}
+	q.WriteString(")")
+	if _, err := s.db.ExecContext(ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("settle: wake successors: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+// Package store is the storage contract the relay needs; store/mysql
+// implements it for MySQL 8.0+ and MariaDB 10.6+. docs/design.md explains
+// the state machine and the lock rules these operations keep.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Never is the next_attempt_at of rows the claim must not reach:
+// quarantined and discarded events, and events held behind a quarantined
+// one.
+var Never = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// Event is one outbox row as the relay publishes it.
+type Event struct {
+	ID            string
+	AggregateType string
+	AggregateID   string
+	// AggregateSeq is the event's position inside its aggregate (1, 2, ...).
+	AggregateSeq  uint64
+	EventType     string
+	SchemaVersion uint16
+	Payload       []byte
+	Headers       map[string]string
+	OccurredAt    time.Time
+	// Attempts counts claims of this event, this one included.
+	Attempts uint32
+}
+
+// OrderPolicy says what happens to an aggregate's later events while an
+// earlier one cannot be published.
+type OrderPolicy string
+
+const (
+	// OrderHold parks later events behind a head that is leased, backing off
+	// or quarantined. The default.
+	OrderHold OrderPolicy = "hold"
+	// OrderSkipQuarantined treats a quarantined head as done, so its
+	// aggregate's later events flow (out of order with the head).
+	OrderSkipQuarantined OrderPolicy = "skip-quarantined"
+)
+
+// ClaimRequest asks for a batch.
+type ClaimRequest struct {
+	// RelayID is written to locked_by.
+	RelayID string
+	// Limit is the most candidate rows one claim reads.
+	Limit int
+	// Lease is how long the claimed events belong to this relay.
+	Lease time.Duration
+	// Policy is the order policy.
+	Policy OrderPolicy
+}
+
+// Lease identifies one claim; its fields are the fencing token every later
+// update of the claimed rows must match.
+type Lease struct {
+	RelayID  string
+	LockedAt time.Time
+	// Expires is when the rows become claimable again (database clock).
+	Expires time.Time
+}
+
+// Claim is the result of one claim.
+type Claim struct {
+	Lease Lease
+	// Events are leased to this relay, sorted by aggregate and AggregateSeq.
+	Events []Event
+	// Held counts candidates parked behind an earlier event of their
+	// aggregate.
+	Held int
+	// Steals counts events taken over from an expired lease.
+	Steals int
+	// Duration is how long the claim transaction took.
+	Duration time.Duration
+}
+
+// Failure is an event whose publication failed.
+type Failure struct {
+	EventID string
+	// Class is a short error class (timeout, too_large, ...).
+	Class string
+	// Message is the scrubbed error text (cut to 1000 characters).
+	Message string
+	// RetryAfter is the backoff before the next attempt.
+	RetryAfter time.Duration
+	// Quarantine isolates the event for an operator instead of retrying.
+	Quarantine bool
+}
+
+// Unsent is an event that was claimed but not produced because an earlier
+// event of its aggregate in the same batch failed.
+type Unsent struct {
+	EventID string
+	// Behind is the id of the failed event it waits for.
+	Behind string
+}
+
+// Outcome is what happened to a claimed batch.
+type Outcome struct {
+	Published []string
+	Failed    []Failure
+	Unsent    []Unsent
+}
+
+// Settled reports how a Settle went.
+type Settled struct {
+	// Published is the number of rows marked published.
+	Published int
+	// LostLeases counts rows named in the outcome that the lease no longer
+	// owned (another relay took them over): their updates were fenced off.
+	LostLeases int
+	// Quarantined is the number of rows quarantined.
+	Quarantined int
+}
+
+// Store is what the relay needs from the database.
+type Store interface {
+	// Claim leases a batch of events whose aggregate predecessors are done.
+	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
+	// Settle records a batch's outcome, fenced by its lease, and wakes events
+	// other relays parked behind the ones just published.
+	Settle(ctx context.Context, lease Lease, claimed []Event, out Outcome, policy OrderPolicy) (Settled, error)
+}
