@@ -123,7 +123,7 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	out := r.outcome(results)
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancelSettle()
-	settled, err := r.store.Settle(settleCtx, claim.Lease, claim.Events, out, r.cfg.OrderPolicy)
+	settled, err := r.store.Settle(settleCtx, claim.Lease, out, r.cfg.OrderPolicy)
 	if err != nil {
 		// The rows stay leased; when the lease expires they are claimed and
 		// published again (duplicates, never losses).

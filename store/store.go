@@ -120,7 +120,6 @@ type Settled struct {
 type Store interface {
 	// Claim leases a batch of events whose aggregate predecessors are done.
 	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
-	// Settle records a batch's outcome, fenced by its lease, and wakes events
-	// other relays parked behind the ones just published.
-	Settle(ctx context.Context, lease Lease, claimed []Event, out Outcome, policy OrderPolicy) (Settled, error)
+	// Settle records a batch's outcome, fenced by its lease.
+	Settle(ctx context.Context, lease Lease, out Outcome, policy OrderPolicy) (Settled, error)
 }

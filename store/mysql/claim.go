@@ -12,15 +12,17 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// holdRecheck is the shortest park: a predecessor that is ready but was
-// locked by a concurrent claim is looked at again after this long.
-const holdRecheck = time.Second
+// holdRecheck is how long an event waits behind a predecessor that is in
+// flight (leased by a relay, or being claimed right now) before the claim
+// looks again: publishing a batch usually takes far less.
+const holdRecheck = 500 * time.Millisecond
 
-// claimCandidates walks idx_ready in index order: no filesort, so only the
+// ClaimQuery walks idx_ready in index order: no filesort, so only the
 // rows read are locked, and SKIP LOCKED passes over rows that a concurrent
 // claim holds. A live lease or a backoff keeps next_attempt_at in the future
 // and quarantined rows sit at store.Never, all outside the range.
-const claimCandidates = `
+// ClaimQuery is exported for tests that EXPLAIN it.
+const ClaimQuery = `
 SELECT NOW(6), id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
        payload, headers, occurred_at, attempts, locked_by IS NOT NULL
 FROM outbox_events FORCE INDEX (idx_ready)
@@ -114,7 +116,7 @@ func (s *Store) Claim(ctx context.Context, req store.ClaimRequest) (store.Claim,
 }
 
 func readCandidates(ctx context.Context, tx *sql.Tx, limit int) (time.Time, []*candidate, error) {
-	rows, err := tx.QueryContext(ctx, claimCandidates, limit)
+	rows, err := tx.QueryContext(ctx, ClaimQuery, limit)
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("claim: select candidates: %w", err)
 	}
@@ -173,7 +175,7 @@ func checkOrder(ctx context.Context, tx *sql.Tx, now time.Time, cands []*candida
 	if err != nil {
 		return err
 	}
-	minPark := now.Add(holdRecheck)
+	recheck := now.Add(holdRecheck)
 	for _, c := range cands { // in sequence order, so a predecessor is decided first
 		if c.event.AggregateSeq == 1 {
 			c.eligible = true
@@ -192,8 +194,12 @@ func checkOrder(ctx context.Context, tx *sql.Tx, now time.Time, cands []*candida
 		switch {
 		case !found, p.done, policy == store.OrderSkipQuarantined && p.quarantined:
 			c.eligible = true
+		case p.leased || !p.nextAttempt.After(now):
+			// In flight, or being claimed by someone else right now.
+			c.parkUntil, c.behind = recheck, p.id
 		default:
-			c.parkUntil, c.behind = later(p.nextAttempt, minPark), p.id
+			// Backing off, held itself, or quarantined (Never): wait with it.
+			c.parkUntil, c.behind = p.nextAttempt, p.id
 		}
 	}
 	return nil
@@ -203,6 +209,7 @@ type predecessor struct {
 	id          string
 	done        bool
 	quarantined bool
+	leased      bool
 	nextAttempt time.Time
 }
 
@@ -213,7 +220,8 @@ func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (map
 	}
 	var q strings.Builder
 	q.WriteString(`SELECT aggregate_type, aggregate_id, aggregate_seq, id,
-		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL, next_attempt_at
+		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL,
+		locked_by IS NOT NULL AND next_attempt_at > NOW(6), next_attempt_at
 		FROM outbox_events WHERE (aggregate_type, aggregate_id, aggregate_seq) IN (`)
 	args := make([]any, 0, 3*len(keys))
 	for i, k := range keys {
@@ -232,7 +240,7 @@ func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (map
 	for rows.Next() {
 		var k aggregateKey
 		var p predecessor
-		if err := rows.Scan(&k.typ, &k.id, &k.seq, &p.id, &p.done, &p.quarantined, &p.nextAttempt); err != nil {
+		if err := rows.Scan(&k.typ, &k.id, &k.seq, &p.id, &p.done, &p.quarantined, &p.leased, &p.nextAttempt); err != nil {
 			return nil, fmt.Errorf("claim: scan predecessor: %w", err)
 		}
 		out[k] = p
@@ -276,13 +284,6 @@ func park(ctx context.Context, tx *sql.Tx, held []*candidate) error {
 // ErrorClassHeld marks an event parked behind an earlier event of its
 // aggregate (it did not fail itself).
 const ErrorClassHeld = "held"
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
 
 func compareUint(a, b uint64) int {
 	switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/herald-outbox/herald/internal/redact"
@@ -18,10 +17,8 @@ const LastErrorMaxLen = 1000
 // must still belong to this lease (docs/design.md, invariant F1).
 const fence = ` AND locked_by = ? AND locked_at = ? AND published_at IS NULL`
 
-// Settle records a batch's outcome in one transaction, fenced by the lease,
-// then wakes the successors other relays parked behind the events it
-// published.
-func (s *Store) Settle(ctx context.Context, lease store.Lease, claimed []store.Event, out store.Outcome, policy store.OrderPolicy) (store.Settled, error) {
+// Settle records a batch's outcome in one transaction, fenced by the lease.
+func (s *Store) Settle(ctx context.Context, lease store.Lease, out store.Outcome, policy store.OrderPolicy) (store.Settled, error) {
 	var res store.Settled
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
@@ -103,55 +100,5 @@ func (s *Store) Settle(ctx context.Context, lease store.Lease, claimed []store.E
 		return res, fmt.Errorf("settle: commit: %w", err)
 	}
 	res.LostLeases = named - touched
-	if err := s.wakeSuccessors(ctx, claimed, out.Published); err != nil {
-		return res, err
-	}
 	return res, nil
-}
-
-// wakeSuccessors makes ready the events a claim parked behind an event this
-// batch published: the held events of its aggregate after it. Events of this
-// batch are not touched (they are published, failed or released already).
-func (s *Store) wakeSuccessors(ctx context.Context, claimed []store.Event, published []string) error {
-	if len(published) == 0 {
-		return nil
-	}
-	type aggregate struct{ typ, id string }
-	last := map[aggregate]uint64{} // highest sequence of the aggregate in the batch
-	for _, e := range claimed {
-		a := aggregate{e.AggregateType, e.AggregateID}
-		last[a] = max(last[a], e.AggregateSeq)
-	}
-	isPublished := make(map[string]bool, len(published))
-	for _, id := range published {
-		isPublished[id] = true
-	}
-	woken := map[aggregate]bool{}
-	var q strings.Builder
-	q.WriteString(`UPDATE outbox_events SET next_attempt_at = NOW(6), error_class = NULL, last_error = NULL
-		WHERE published_at IS NULL AND locked_by IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL
-		  AND error_class = ? AND next_attempt_at > NOW(6) AND (`)
-	args := []any{ErrorClassHeld}
-	for _, e := range claimed {
-		a := aggregate{e.AggregateType, e.AggregateID}
-		// Only where the batch's last event of the aggregate was published:
-		// otherwise the aggregate's next event is held behind a failure.
-		if !isPublished[e.ID] || e.AggregateSeq != last[a] || woken[a] {
-			continue
-		}
-		if len(woken) > 0 {
-			q.WriteString(" OR ")
-		}
-		woken[a] = true
-		q.WriteString("(aggregate_type = ? AND aggregate_id = ? AND aggregate_seq > ?)")
-		args = append(args, a.typ, a.id, e.AggregateSeq)
-	}
-	if len(woken) == 0 {
-		return nil
-	}
-	q.WriteString(")")
-	if _, err := s.db.ExecContext(ctx, q.String(), args...); err != nil {
-		return fmt.Errorf("settle: wake successors: %w", err)
-	}
-	return nil
 }
