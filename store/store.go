@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -122,4 +123,49 @@ type Store interface {
 	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
 	// Settle records a batch's outcome, fenced by its lease.
 	Settle(ctx context.Context, lease Lease, out Outcome, policy OrderPolicy) (Settled, error)
+}
+
+// CleanupRequest says what one cleanup pass may delete.
+type CleanupRequest struct {
+	// Retention keeps published events younger than this (the replay
+	// window). Required.
+	Retention time.Duration
+	// InboxRetention keeps consumed_events rows younger than this; 0 leaves
+	// the inbox alone. It must exceed Retention: a replayed event must still
+	// find its inbox row, or it would be applied twice.
+	InboxRetention time.Duration
+	// BatchSize is the most rows one DELETE removes. Required.
+	BatchSize int
+	// Pause is the wait between batches, to leave the database to live
+	// traffic.
+	Pause time.Duration
+	// MaxBatches stops a pass after this many batches per table (0: until
+	// done).
+	MaxBatches int
+}
+
+// Validate checks a request; errors name the field.
+func (r CleanupRequest) Validate() error {
+	switch {
+	case r.Retention <= 0:
+		return fmt.Errorf("retention must be positive, got %v", r.Retention)
+	case r.BatchSize < 1 || r.BatchSize > 10000:
+		return fmt.Errorf("batch size must be 1..10000, got %d", r.BatchSize)
+	case r.Pause < 0:
+		return fmt.Errorf("pause must not be negative, got %v", r.Pause)
+	case r.InboxRetention != 0 && r.InboxRetention <= r.Retention:
+		return fmt.Errorf("inbox retention (%v) must be longer than the outbox retention, the replay window (%v): "+
+			"an event replayed from the outbox must still find its inbox row", r.InboxRetention, r.Retention)
+	}
+	return nil
+}
+
+// CleanupReport is what a cleanup pass deleted.
+type CleanupReport struct {
+	Events   int64 `json:"events_deleted"`
+	Failures int64 `json:"failures_deleted"`
+	Inbox    int64 `json:"inbox_rows_deleted"`
+	Batches  int   `json:"batches"`
+	// LargestBatch is the most rows one statement deleted.
+	LargestBatch int64 `json:"largest_batch"`
 }

@@ -44,6 +44,7 @@ func newRelayCommand() *cobra.Command {
 		linger      time.Duration
 		metricsAddr string
 		migrate     bool
+		cleanup     relay.CleanerConfig
 	)
 	cmd := &cobra.Command{
 		Use:   "relay",
@@ -80,6 +81,11 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			if err := cfg.Validate(); err != nil {
 				return relayConfigError(err)
 			}
+			if cleanup.Retention > 0 {
+				if err := cleanup.Validate(); err != nil {
+					return usageError{fmt.Errorf("--cleanup-*: %w", err)}
+				}
+			}
 			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 			cfg.Logger = logger
 
@@ -111,9 +117,17 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			defer producer.Close()
 
-			r, err := relay.New(cfg, mysql.NewStore(conn), producer)
+			st := mysql.NewStore(conn)
+			r, err := relay.New(cfg, st, producer)
 			if err != nil {
 				return relayConfigError(err)
+			}
+			var cleaner *relay.Cleaner
+			if cleanup.Retention > 0 {
+				cleanup.Logger = logger
+				if cleaner, err = relay.NewCleaner(cleanup, st); err != nil {
+					return err
+				}
 			}
 
 			ln, err := net.Listen("tcp", metricsAddr)
@@ -146,6 +160,11 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}()
 			logger.Info("relay listening", "metrics_addr", ln.Addr().String(), "mysql", mysql.Address(db.dsn),
 				"kafka_brokers", strings.Join(kf.brokers, ","))
+			if cleaner != nil {
+				cleanCtx, stopCleaner := context.WithCancel(ctx)
+				defer stopCleaner()
+				go cleaner.Run(cleanCtx)
+			}
 			return r.Run(ctx)
 		},
 	}
@@ -169,6 +188,9 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringVar(&metricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", relay.ShutdownTimeoutDefault, "on SIGTERM, wait this long for the batch in flight")
 	f.BoolVar(&migrate, "migrate", false, "apply herald's schema migrations at start")
+	f.DurationVar(&cleanup.Retention, "cleanup-retention", 0, "run cleanup in the background, keeping published events this long (0: off)")
+	f.DurationVar(&cleanup.InboxRetention, "cleanup-inbox-retention", 0, "background cleanup also prunes consumed_events older than this (must exceed --cleanup-retention)")
+	f.DurationVar(&cleanup.Interval, "cleanup-interval", relay.CleanupIntervalDefault, "wait between background cleanup passes")
 	for flag, name := range map[string]string{
 		"relay-id": "HERALD_RELAY_ID", "batch-size": "HERALD_BATCH_SIZE", "lease": "HERALD_LEASE",
 		"poll-interval": "HERALD_POLL_INTERVAL", "max-attempts": "HERALD_MAX_ATTEMPTS",
@@ -176,6 +198,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		"order-policy": "HERALD_ORDER_POLICY", "topic": "HERALD_TOPICS", "default-topic": "HERALD_DEFAULT_TOPIC",
 		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
 		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
+		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",
+		"cleanup-interval": "HERALD_CLEANUP_INTERVAL",
 	} {
 		env[flag] = name
 	}

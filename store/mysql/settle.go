@@ -70,8 +70,17 @@ func (s *Store) Settle(ctx context.Context, lease store.Lease, out store.Outcome
 			}
 			n, _ := r.RowsAffected()
 			touched += int(n)
+			if n == 0 {
+				continue // fenced off: the new owner's attempt is the one to log
+			}
 			if f.Quarantine {
-				res.Quarantined += int(n)
+				res.Quarantined++
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_failures
+				(failed_at, event_id, relay_id, attempt, error_class, error, quarantined)
+				SELECT ?, id, ?, attempts, ?, ?, ? FROM outbox_events WHERE id = ?`,
+				now, lease.RelayID, f.Class, msg, f.Quarantine, f.EventID); err != nil {
+				return res, fmt.Errorf("settle: log failure of %s: %w", f.EventID, err)
 			}
 		}
 		for _, u := range out.Unsent {

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+func newCleanupCommand() *cobra.Command {
+	var (
+		db  dbFlags
+		req store.CleanupRequest
+	)
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Delete published events older than the retention (the replay window), in small batches",
+		Long: `Deletes only events that are published AND older than --retention, by
+primary key in batches of --batch-size with --pause between them. Unpublished,
+quarantined and discarded events are never touched. --inbox-retention also
+prunes consumed_events; it must be longer than --retention, or a replayed
+event could miss its inbox row and be applied twice.
+
+A relay runs the same task in the background with --cleanup-retention.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := req.Validate(); err != nil {
+				return usageError{err}
+			}
+			conn, err := db.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			start := time.Now()
+			rep, err := mysql.NewStore(conn).Cleanup(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %d published event(s), %d failure record(s), %d inbox row(s) in %d batch(es) (largest %d) in %v\n",
+				rep.Events, rep.Failures, rep.Inbox, rep.Batches, rep.LargestBatch, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	env := envFlags{}
+	db.register(cmd, env)
+	f := cmd.Flags()
+	f.DurationVar(&req.Retention, "retention", 7*24*time.Hour, "keep published events this long (the replay window)")
+	f.DurationVar(&req.InboxRetention, "inbox-retention", 0, "also delete consumed_events older than this (0: keep); must exceed --retention")
+	f.IntVar(&req.BatchSize, "batch-size", relay.CleanupBatchSizeDefault, "rows per DELETE")
+	f.DurationVar(&req.Pause, "pause", relay.CleanupPauseDefault, "wait between batches")
+	env["retention"] = "HERALD_RETENTION"
+	env["inbox-retention"] = "HERALD_INBOX_RETENTION"
+	env.bind(cmd)
+	return cmd
+}

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+func newQuarantineCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "quarantine",
+		Short: "Inspect, retry or discard quarantined (poison) events",
+		Long: `An event is quarantined when its publication can never succeed as it is
+(too large, not encodable, no topic route) or failed --max-attempts times.
+Later events of its aggregate are held behind it (order policy "hold").
+
+  herald quarantine list [--class too_large] [--aggregate-type order] ...
+  herald quarantine show EVENT_ID
+  herald quarantine retry EVENT_ID... | --class broker_unavailable ...   (after fixing the cause)
+  herald quarantine discard EVENT_ID... --reason "why"
+
+retry and discard are idempotent, record who/when/why in outbox_audit, and
+show what they would change with --dry-run.`,
+	}
+	cmd.AddCommand(newQuarantineListCommand(), newQuarantineShowCommand(),
+		newQuarantineResolveCommand("retry"), newQuarantineResolveCommand("discard"))
+	return cmd
+}
+
+// quarantineFilterFlags are the selection flags of list, retry and discard.
+type quarantineFilterFlags struct {
+	aggregateType, aggregateID, eventType, class string
+	since, until                                 string
+	limit                                        int
+}
+
+func (f *quarantineFilterFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.aggregateType, "aggregate-type", "", "only this aggregate type")
+	fl.StringVar(&f.aggregateID, "aggregate-id", "", "only this aggregate id")
+	fl.StringVar(&f.eventType, "event-type", "", "only this event type")
+	fl.StringVar(&f.class, "class", "", "only this error class (too_large, encode, no_route, timeout, ...)")
+	fl.StringVar(&f.since, "since", "", "quarantined at or after (RFC 3339, or a duration ago like 2h)")
+	fl.StringVar(&f.until, "until", "", "quarantined before (RFC 3339, or a duration ago)")
+	fl.IntVar(&f.limit, "limit", 100, "at most this many events")
+}
+
+func (f *quarantineFilterFlags) filter(now time.Time) (mysql.QuarantineFilter, error) {
+	since, err := parseInstant("--since", f.since, now)
+	if err != nil {
+		return mysql.QuarantineFilter{}, err
+	}
+	until, err := parseInstant("--until", f.until, now)
+	if err != nil {
+		return mysql.QuarantineFilter{}, err
+	}
+	if f.limit < 1 {
+		return mysql.QuarantineFilter{}, usageError{fmt.Errorf("--limit: must be at least 1, got %d", f.limit)}
+	}
+	return mysql.QuarantineFilter{AggregateType: f.aggregateType, AggregateID: f.aggregateID,
+		EventType: f.eventType, ErrorClass: f.class, Since: since, Until: until, Limit: f.limit}, nil
+}
+
+func (f *quarantineFilterFlags) any() bool {
+	return f.aggregateType != "" || f.aggregateID != "" || f.eventType != "" || f.class != "" || f.since != "" || f.until != ""
+}
+
+// parseInstant reads an RFC 3339 time or a duration before now; "" is zero.
+func parseInstant(flag, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, usageError{fmt.Errorf("%s: %q is neither RFC 3339 nor a duration", flag, v)}
+	}
+	return t, nil
+}
+
+func newQuarantineListCommand() *cobra.Command {
+	var (
+		db     dbFlags
+		sel    quarantineFilterFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List quarantined events, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter, err := sel.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			conn, err := db.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			list, err := mysql.NewStore(conn).ListQuarantined(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd, list)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "EVENT ID\tAGGREGATE\tSEQ\tTYPE\tCLASS\tATTEMPTS\tHELD BEHIND\tQUARANTINED AT\tLAST ERROR")
+			for _, q := range list {
+				fmt.Fprintf(w, "%s\t%s/%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", q.ID, q.AggregateType, q.AggregateID,
+					q.AggregateSeq, q.EventType, q.ErrorClass, q.Attempts, q.HeldBehind,
+					q.QuarantinedAt.Format(time.RFC3339), shorten(q.LastError, 60))
+			}
+			fmt.Fprintf(w, "%d quarantined event(s)\n", len(list))
+			return w.Flush()
+		},
+	}
+	env := envFlags{}
+	db.register(cmd, env)
+	sel.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	env.bind(cmd)
+	return cmd
+}
+
+func newQuarantineShowCommand() *cobra.Command {
+	var db dbFlags
+	cmd := &cobra.Command{
+		Use:   "show EVENT_ID",
+		Short: "Print an event, its failed attempts, last error and audit trail (JSON)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := db.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			d, err := mysql.NewStore(conn).ShowEvent(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd, d)
+		},
+	}
+	env := envFlags{}
+	db.register(cmd, env)
+	env.bind(cmd)
+	return cmd
+}
+
+func newQuarantineResolveCommand(action string) *cobra.Command {
+	var (
+		db     dbFlags
+		sel    quarantineFilterFlags
+		reason string
+		actor  string
+		dryRun bool
+	)
+	short := "Put quarantined events back in line; their held successors follow in order"
+	if action == "discard" {
+		short = "Give quarantined events up for good (needs --reason); their successors proceed"
+	}
+	cmd := &cobra.Command{
+		Use:   action + " [EVENT_ID...]",
+		Short: short,
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			if len(ids) > 0 && sel.any() {
+				return usageError{fmt.Errorf("give event ids or filter flags, not both")}
+			}
+			if len(ids) == 0 && !sel.any() {
+				return usageError{fmt.Errorf("name the events: event ids, or a filter such as --class or --aggregate-id")}
+			}
+			if action == "discard" && strings.TrimSpace(reason) == "" {
+				return usageError{fmt.Errorf("--reason: discard needs a reason (it is kept in the audit trail)")}
+			}
+			if strings.TrimSpace(actor) == "" {
+				return usageError{fmt.Errorf("--actor: must not be empty")}
+			}
+			filter, err := sel.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			conn, err := db.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			st := mysql.NewStore(conn)
+			if len(ids) == 0 {
+				list, err := st.ListQuarantined(cmd.Context(), filter)
+				if err != nil {
+					return err
+				}
+				for _, q := range list {
+					ids = append(ids, q.ID)
+				}
+			}
+			resolve := st.Retry
+			if action == "discard" {
+				resolve = st.Discard
+			}
+			changed := 0
+			for _, id := range ids {
+				ch, err := resolve(cmd.Context(), id, actor, reason, dryRun)
+				if err != nil {
+					return err
+				}
+				verb := map[bool]string{true: action, false: "unchanged"}[ch.Changed]
+				if dryRun && ch.Changed {
+					verb = "would " + action
+				}
+				if ch.Changed {
+					changed++
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (now %s; %d held event(s) released)\n", id, verb, ch.State, ch.Released)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d of %d event(s) %s%s\n", changed, len(ids),
+				map[bool]string{true: "would change (dry run)", false: "changed"}[dryRun], "")
+			return nil
+		},
+	}
+	env := envFlags{}
+	db.register(cmd, env)
+	sel.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required for discard; kept in outbox_audit)")
+	cmd.Flags().StringVar(&actor, "actor", defaultActor(), "who is acting, for the audit trail")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change; write nothing")
+	env["actor"] = "HERALD_ACTOR"
+	env.bind(cmd)
+	return cmd
+}
+
+func defaultActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}
+
+func writeJSON(cmd *cobra.Command, v any) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func shorten(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

@@ -1,0 +1,111 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Cleaner defaults.
+const (
+	CleanupBatchSizeDefault = 1000
+	CleanupPauseDefault     = 100 * time.Millisecond
+	CleanupIntervalDefault  = 10 * time.Minute
+)
+
+// CleanupStore is what the cleaner needs from the database.
+type CleanupStore interface {
+	Cleanup(ctx context.Context, req store.CleanupRequest) (store.CleanupReport, error)
+}
+
+// CleanerConfig shapes a Cleaner.
+type CleanerConfig struct {
+	// Retention keeps published events this long (the replay window).
+	// Required.
+	Retention time.Duration
+	// InboxRetention keeps consumed_events rows this long; it must exceed
+	// Retention. Zero leaves the inbox alone. Defaults to 0.
+	InboxRetention time.Duration
+	// BatchSize is the most rows one DELETE removes. Defaults to 1000.
+	BatchSize int
+	// Pause is the wait between batches. Defaults to 100ms.
+	Pause time.Duration
+	// Interval is the wait between passes. Defaults to 10m.
+	Interval time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c CleanerConfig) withDefaults() CleanerConfig {
+	if c.BatchSize == 0 {
+		c.BatchSize = CleanupBatchSizeDefault
+	}
+	if c.Pause == 0 {
+		c.Pause = CleanupPauseDefault
+	}
+	if c.Interval == 0 {
+		c.Interval = CleanupIntervalDefault
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c CleanerConfig) request() store.CleanupRequest {
+	return store.CleanupRequest{Retention: c.Retention, InboxRetention: c.InboxRetention,
+		BatchSize: c.BatchSize, Pause: c.Pause}
+}
+
+// Cleaner deletes published events past the retention, in the background
+// of a relay. Several relays may run one: deletes are idempotent.
+type Cleaner struct {
+	cfg   CleanerConfig
+	store CleanupStore
+}
+
+// Validate checks c (zero fields taking their defaults).
+func (c CleanerConfig) Validate() error {
+	c = c.withDefaults()
+	if c.Interval < time.Second {
+		return fmt.Errorf("cleanup interval must be at least 1s, got %v", c.Interval)
+	}
+	return c.request().Validate()
+}
+
+// NewCleaner checks cfg and returns a Cleaner.
+func NewCleaner(cfg CleanerConfig, st CleanupStore) (*Cleaner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cleaner: %w", err)
+	}
+	return &Cleaner{cfg: cfg.withDefaults(), store: st}, nil
+}
+
+// Run cleans up every Interval until ctx is cancelled.
+func (c *Cleaner) Run(ctx context.Context) error {
+	for {
+		if _, err := c.runOnce(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Error("cleanup failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(c.cfg.Interval):
+		}
+	}
+}
+
+func (c *Cleaner) runOnce(ctx context.Context) (store.CleanupReport, error) {
+	rep, err := c.store.Cleanup(ctx, c.cfg.request())
+	if err != nil {
+		return rep, err
+	}
+	if rep.Events+rep.Inbox+rep.Failures > 0 {
+		c.cfg.Logger.Info("cleanup deleted rows", "events", rep.Events, "inbox_rows", rep.Inbox,
+			"failure_rows", rep.Failures, "batches", rep.Batches)
+	}
+	return rep, nil
+}
