@@ -37,6 +37,10 @@
 // traceparent into the context with ContextWithTraceparent: every event
 // added under that context carries it as a header.
 //
+// Add takes a lock on each aggregate's sequence counter until the transaction
+// ends; like any InnoDB transaction, yours may then fail with a deadlock
+// (error 1213) under contention, and should be retried as a whole.
+//
 // For a busy service add interpolateParams=true to the DSN: each statement is
 // then one round trip instead of a prepare and an execute.
 package outbox

@@ -20,6 +20,9 @@ type result struct {
 	err       error // nil: acknowledged
 	sent      bool  // false: not produced, held behind a failure
 	behind    string
+	// isolated: produced with nothing else in flight, so a batch-level
+	// error is this record's own.
+	isolated bool
 }
 
 // publishBatch produces a claimed batch (sorted by aggregate and sequence):
@@ -27,11 +30,40 @@ type result struct {
 // aggregate only after the previous one was acknowledged, so at most one
 // record per aggregate is in flight (docs/design.md, "Publishing"). After a
 // failure the rest of that aggregate's chain is not sent.
+//
+// Kafka refuses a whole partition batch when one record in it is too large
+// or invalid, so such an error does not prove the record guilty. A chain
+// whose head failed that way before is produced last, one record at a
+// time with nothing else in flight: only an error repeated in isolation
+// quarantines the event (see isolated).
 func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result {
 	results := make([]result, len(events))
 	for i, e := range events {
 		results[i].event = e
 	}
+	var normal, suspects []int // chain heads
+	for i := range events {
+		if i == 0 || !sameAggregate(events[i-1], events[i]) {
+			if suspectClass(events[i].PreviousErrorClass) {
+				suspects = append(suspects, i)
+			} else {
+				normal = append(normal, i)
+			}
+		}
+	}
+	r.produceChains(ctx, events, results, normal)
+	for _, head := range suspects {
+		r.produceChains(ctx, events, results, []int{head})
+		for i := head; i < len(events) && sameAggregate(events[head], events[i]); i++ {
+			results[i].isolated = true
+		}
+	}
+	return results
+}
+
+// produceChains produces the chains starting at heads, concurrently, and
+// returns when every record is acknowledged, failed or held back.
+func (r *Relay) produceChains(ctx context.Context, events []store.Event, results []result, heads []int) {
 	type ack struct {
 		idx       int
 		partition int32
@@ -56,10 +88,8 @@ func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result
 			acks <- ack{idx: idx, partition: rec.Partition, err: err}
 		})
 	}
-	for i := range events {
-		if i == 0 || !sameAggregate(events[i-1], events[i]) {
-			produce(i)
-		}
+	for _, h := range heads {
+		produce(h)
 	}
 	for inFlight > 0 {
 		a := <-acks
@@ -78,7 +108,12 @@ func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result
 			results[j].behind = res.event.ID
 		}
 	}
-	return results
+}
+
+// suspectClass: errors Kafka reports for a whole partition batch, which may
+// belong to another record of that batch.
+func suspectClass(class string) bool {
+	return class == kafka.ClassTooLarge || class == kafka.ClassInvalidRecord
 }
 
 func sameAggregate(a, b store.Event) bool {

@@ -157,10 +157,15 @@ func (r *Relay) outcome(results []result) store.Outcome {
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
 		default:
 			class, fatal := classify(res.err)
+			retryAfter := Backoff(e.Attempts, r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
+			if fatal && suspectClass(class) && !res.isolated {
+				// Maybe another record's fault: retry soon, alone.
+				fatal, retryAfter = false, r.cfg.BackoffBase
+			}
 			quarantine := fatal || int(e.Attempts) >= r.cfg.MaxAttempts
 			f := store.Failure{
 				EventID: e.ID, Class: class, Message: res.err.Error(), Quarantine: quarantine,
-				RetryAfter: Backoff(e.Attempts, r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64()),
+				RetryAfter: retryAfter,
 			}
 			out.Failed = append(out.Failed, f)
 			r.cfg.Observer.Failed(class, quarantine)

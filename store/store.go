@@ -28,6 +28,9 @@ type Event struct {
 	OccurredAt    time.Time
 	// Attempts counts claims of this event, this one included.
 	Attempts uint32
+	// PreviousErrorClass is the class of the last failed attempt ("" if
+	// none).
+	PreviousErrorClass string
 }
 
 // OrderPolicy says what happens to an aggregate's later events while an

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
@@ -45,6 +46,7 @@ func newRelayCommand() *cobra.Command {
 		metricsAddr string
 		migrate     bool
 		cleanup     relay.CleanerConfig
+		backlogTick time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "relay",
@@ -88,6 +90,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 			cfg.Logger = logger
+			reg := metrics.NewRegistry()
+			cfg.Observer = metrics.NewRelay(reg)
 
 			conn, err := db.open(ctx)
 			if err != nil {
@@ -134,7 +138,13 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			if err != nil {
 				return fmt.Errorf("--metrics-addr %s: %w", metricsAddr, err)
 			}
+			backlog := metrics.NewBacklog(reg, st, backlogTick, logger)
+			backlogCtx, stopBacklog := context.WithCancel(ctx)
+			defer stopBacklog()
+			go backlog.Run(backlogCtx)
+
 			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", metrics.Handler(reg))
 			mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 				fmt.Fprintln(w, "ok")
 			})
@@ -190,6 +200,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.BoolVar(&migrate, "migrate", false, "apply herald's schema migrations at start")
 	f.DurationVar(&cleanup.Retention, "cleanup-retention", 0, "run cleanup in the background, keeping published events this long (0: off)")
 	f.DurationVar(&cleanup.InboxRetention, "cleanup-inbox-retention", 0, "background cleanup also prunes consumed_events older than this (must exceed --cleanup-retention)")
+	f.DurationVar(&backlogTick, "backlog-interval", metrics.BacklogIntervalDefault, "how often the backlog gauges are read from the database")
 	f.DurationVar(&cleanup.Interval, "cleanup-interval", relay.CleanupIntervalDefault, "wait between background cleanup passes")
 	for flag, name := range map[string]string{
 		"relay-id": "HERALD_RELAY_ID", "batch-size": "HERALD_BATCH_SIZE", "lease": "HERALD_LEASE",
@@ -199,7 +210,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
 		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
 		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",
-		"cleanup-interval": "HERALD_CLEANUP_INTERVAL",
+		"cleanup-interval": "HERALD_CLEANUP_INTERVAL", "backlog-interval": "HERALD_BACKLOG_INTERVAL",
 	} {
 		env[flag] = name
 	}

@@ -24,7 +24,7 @@ const holdRecheck = 500 * time.Millisecond
 // ClaimQuery is exported for tests that EXPLAIN it.
 const ClaimQuery = `
 SELECT NOW(6), id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
-       payload, headers, occurred_at, attempts, locked_by IS NOT NULL
+       payload, headers, occurred_at, attempts, COALESCE(error_class, ''), locked_by IS NOT NULL
 FROM outbox_events FORCE INDEX (idx_ready)
 WHERE published_at IS NULL AND next_attempt_at <= NOW(6)
 ORDER BY next_attempt_at, occurred_at
@@ -130,7 +130,7 @@ func readCandidates(ctx context.Context, tx *sql.Tx, limit int) (time.Time, []*c
 		var headers sql.NullString
 		e := &c.event
 		if err := rows.Scan(&now, &e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType,
-			&e.SchemaVersion, &e.Payload, &headers, &e.OccurredAt, &e.Attempts, &c.stolen); err != nil {
+			&e.SchemaVersion, &e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &c.stolen); err != nil {
 			return time.Time{}, nil, fmt.Errorf("claim: scan candidate: %w", err)
 		}
 		if headers.Valid {

@@ -1,0 +1,125 @@
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Relay implements relay.Observer with Prometheus collectors.
+type Relay struct {
+	claims          prometheus.Counter
+	claimDuration   prometheus.Histogram
+	batchSize       prometheus.Histogram
+	held            prometheus.Counter
+	leaseSteals     prometheus.Counter
+	lostLeases      prometheus.Counter
+	published       *prometheus.CounterVec
+	publishDuration prometheus.Histogram
+	attempts        prometheus.Counter
+	failures        *prometheus.CounterVec
+	quarantined     prometheus.Counter
+}
+
+// NewRelay registers the relay's collectors on reg.
+func NewRelay(reg prometheus.Registerer) *Relay {
+	f := factory{reg}
+	return &Relay{
+		claims: f.counter("herald_relay_claims_total", "Claim transactions run (including empty ones)."),
+		claimDuration: f.histogram("herald_relay_claim_duration_seconds",
+			"Duration of one claim transaction.", prometheus.ExponentialBuckets(0.0005, 2, 14)),
+		batchSize: f.histogram("herald_relay_batch_size",
+			"Events leased by one claim.", []float64{0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}),
+		held: f.counter("herald_relay_held_total",
+			"Claimed candidates parked behind an earlier event of their aggregate."),
+		leaseSteals: f.counter("herald_relay_lease_steals_total",
+			"Events taken over from another relay's expired lease."),
+		lostLeases: f.counter("herald_relay_lost_leases_total",
+			"Events this relay could not settle because another relay had taken its expired lease."),
+		published: f.counterVec("herald_relay_published_total",
+			"Records acknowledged by Kafka, by topic and partition (partition hotspots).", "topic", "partition"),
+		publishDuration: f.histogram("herald_relay_publish_duration_seconds",
+			"Time to produce one claimed batch until every record is acknowledged or failed.",
+			prometheus.ExponentialBuckets(0.001, 2, 16)),
+		attempts: f.counter("herald_relay_publish_attempts_total",
+			"Records produced (acknowledged or failed); the failure rate is failures_total / this."),
+		failures: f.counterVec("herald_relay_failures_total",
+			"Failed publications by error class.", "class"),
+		quarantined: f.counter("herald_relay_quarantined_total", "Events quarantined by this relay."),
+	}
+}
+
+// Claimed implements relay.Observer.
+func (m *Relay) Claimed(c store.Claim) {
+	m.claims.Inc()
+	m.claimDuration.Observe(c.Duration.Seconds())
+	m.batchSize.Observe(float64(len(c.Events)))
+	m.held.Add(float64(c.Held))
+	m.leaseSteals.Add(float64(c.Steals))
+}
+
+// Published implements relay.Observer.
+func (m *Relay) Published(topic string, partition int32, records int) {
+	m.published.WithLabelValues(topic, strconv.Itoa(int(partition))).Add(float64(records))
+}
+
+// PublishedBatch implements relay.Observer.
+func (m *Relay) PublishedBatch(d time.Duration, records int) {
+	m.publishDuration.Observe(d.Seconds())
+	m.attempts.Add(float64(records))
+}
+
+// Failed implements relay.Observer.
+func (m *Relay) Failed(class string, quarantined bool) {
+	m.failures.WithLabelValues(class).Inc()
+	if quarantined {
+		m.quarantined.Inc()
+	}
+}
+
+// Settled implements relay.Observer.
+func (m *Relay) Settled(s store.Settled) {
+	m.lostLeases.Add(float64(s.LostLeases))
+}
+
+// factory registers collectors as it makes them.
+type factory struct{ reg prometheus.Registerer }
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
