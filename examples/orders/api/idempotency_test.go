@@ -1,0 +1,82 @@
+package api_test
+
+import (
+	"bytes"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/herald-outbox/herald/examples/orders/api"
+)
+
+// TestIdempotencyKey: a retry with the same key and the same order gets the
+// first answer and creates nothing; the same key with another order is
+// refused; concurrent requests with one key create one order.
+func TestIdempotencyKey(t *testing.T) {
+	s := newService(t, api.Config{})
+
+	t.Run("retry returns the first order", func(t *testing.T) {
+		first := s.do("POST", "/orders", validOrder, "Idempotency-Key", "retry-1")
+		created := first.created(t)
+		before := s.rowCounts()
+		// The same order spelled differently (key order, spacing, "0.50").
+		respelled := `{ "items":[{"unit_price":"9.99","quantity":2,"sku":"SKU-1"},{"sku":"SKU-2","quantity":1,"unit_price":"0.50"}],
+			"customer_id":42 }`
+		for _, body := range []string{validOrder, respelled} {
+			retry := s.do("POST", "/orders", body, "Idempotency-Key", "retry-1")
+			if retry.status != http.StatusCreated || !bytes.Equal(retry.body, first.body) {
+				t.Errorf("retry: %d %s, want 201 %s", retry.status, retry.body, first.body)
+			}
+			if retry.header.Get(api.ReplayedHeader) != "true" {
+				t.Errorf("retry lacks %s: true", api.ReplayedHeader)
+			}
+		}
+		s.assertNoRowsWritten(before)
+		if n := len(s.events(created.OrderID)); n != 1 {
+			t.Errorf("%d events, want 1", n)
+		}
+	})
+
+	t.Run("same key with another order is refused", func(t *testing.T) {
+		s.do("POST", "/orders", validOrder, "Idempotency-Key", "reused-1").created(t)
+		before := s.rowCounts()
+		other := `{"customer_id":43,"items":[{"sku":"SKU-1","quantity":2,"unit_price":"9.99"}]}`
+		resp := s.do("POST", "/orders", other, "Idempotency-Key", "reused-1")
+		if resp.status != http.StatusUnprocessableEntity {
+			t.Fatalf("%d %s, want 422", resp.status, resp.body)
+		}
+		if d := resp.errorDetail(t); d.Code != api.CodeIdempotencyKeyReused || d.Field != api.IdempotencyKeyHeader {
+			t.Errorf("error %+v", d)
+		}
+		s.assertNoRowsWritten(before)
+	})
+
+	t.Run("concurrent requests with one key create one order", func(t *testing.T) {
+		before := s.rowCounts()
+		const requests = 12
+		answers := make([]response, requests)
+		var wg sync.WaitGroup
+		for i := range requests {
+			wg.Go(func() { answers[i] = s.do("POST", "/orders", validOrder, "Idempotency-Key", "concurrent-1") })
+		}
+		wg.Wait()
+		replays := 0
+		for _, a := range answers {
+			if a.status != http.StatusCreated || !bytes.Equal(a.body, answers[0].body) {
+				t.Fatalf("answers differ: %d %s and %d %s", a.status, a.body, answers[0].status, answers[0].body)
+			}
+			if a.header.Get(api.ReplayedHeader) == "true" {
+				replays++
+			}
+		}
+		if replays != requests-1 {
+			t.Errorf("%d replayed answers, want %d", replays, requests-1)
+		}
+		after := s.rowCounts()
+		for table, want := range map[string]int{"orders": 1, "outbox_events": 1, "idempotency_keys": 1, "order_items": 2} {
+			if got := after[table] - before[table]; got != want {
+				t.Errorf("%s: %d new rows, want %d", table, got, want)
+			}
+		}
+	})
+}
