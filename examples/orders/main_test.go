@@ -19,102 +19,58 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 )
 
-// TestBinaryServesAndStopsOnSIGTERM builds the real binary, runs it on a
-// fresh database (it applies both schemas itself) and a free port, creates
-// an order over HTTP, and checks that SIGTERM stops it with exit code 0 and
-// that its logs never show the DSN.
+// binary is the orders command, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "herald-orders-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "orders")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const orderBody = `{"customer_id":42,"items":[{"sku":"SKU-1","quantity":2,"unit_price":"9.99"}]}`
+
+// TestBinaryServesAndStopsOnSIGTERM runs the real binary on a fresh database
+// (it applies both schemas itself) and a free port, creates an order over
+// HTTP, and checks that SIGTERM stops it with exit code 0 and that its logs
+// never show the DSN.
 func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	d := testenv.NewDatabase(t)
-	bin := filepath.Join(t.TempDir(), "orders")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	p := startBinary(t, d, "HERALD_ORDERS_TEST_ROLLBACKS=0")
 
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"HERALD_ORDERS_ADDR=127.0.0.1:0", // the OS picks a free port; the log names it
-		"HERALD_MYSQL_DSN="+d.DSN,
-		"HERALD_ORDERS_TEST_ROLLBACKS=0",
-		"HERALD_FAILPOINTS=",
-	)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	var logs logBuffer
-	addrs := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.add(sc.Text())
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addrs <- line.Addr
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		exited <- cmd.Wait()
-	}()
-	waited := false // set once exited was received
-	t.Cleanup(func() {
-		if !waited {
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	var addr string
-	select {
-	case addr = <-addrs:
-	case err := <-exited:
-		waited = true
-		t.Fatalf("the binary exited before listening: %v\n%s", err, logs.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("no listening log line within a minute\n%s", logs.String())
-	}
-	base := "http://" + addr
-	waitHealthy(t, base)
-
-	resp, err := http.Post(base+"/orders", "application/json",
-		strings.NewReader(`{"customer_id":42,"items":[{"sku":"SKU-1","quantity":2,"unit_price":"9.99"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /orders: %d %s", resp.StatusCode, body)
+	resp := p.post(t, "/orders", orderBody, nil)
+	if resp.status != http.StatusCreated {
+		t.Fatalf("POST /orders: %d %s", resp.status, resp.body)
 	}
 	var created struct {
 		OrderID     int64  `json:"order_id"`
 		TotalAmount string `json:"total_amount"`
 	}
-	if err := json.Unmarshal(body, &created); err != nil || created.TotalAmount != "19.98" {
-		t.Fatalf("answer %s (%v)", body, err)
+	if err := json.Unmarshal(resp.body, &created); err != nil || created.TotalAmount != "19.98" {
+		t.Fatalf("answer %s (%v)", resp.body, err)
 	}
-	var events int
-	if err := d.DB.QueryRow("SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = ?", fmt.Sprint(created.OrderID)).Scan(&events); err != nil || events != 1 {
-		t.Fatalf("%d events for order %d (%v), want 1", events, created.OrderID, err)
+	if orders, events := counts(t, d); orders != 1 || events != 1 {
+		t.Fatalf("%d orders and %d events, want 1 and 1", orders, events)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		waited = true
-		if err != nil {
-			t.Fatalf("after SIGTERM: %v (want exit code 0)\n%s", err, logs.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30 s after SIGTERM\n%s", logs.String())
+	if err := p.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("after SIGTERM: %v (want exit code 0)\n%s", err, p.logs.String())
 	}
-	out := logs.String()
+	out := p.logs.String()
 	if !strings.Contains(out, `"msg":"stopped"`) {
 		t.Errorf("no clean-stop log line:\n%s", out)
 	}
@@ -123,15 +79,118 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	}
 }
 
+// TestBinaryCrashAfterCommit is crash window 1 seen from the service: with
+// the orders.after_commit failpoint the process dies by SIGKILL after the
+// commit and before answering. The client gets no answer, yet the order and
+// its event are both committed, so the relay will publish the event. It
+// also checks that HERALD_ORDERS_TEST_ROLLBACKS=1 reaches the service.
+func TestBinaryCrashAfterCommit(t *testing.T) {
+	d := testenv.NewDatabase(t)
+	p := startBinary(t, d, "HERALD_ORDERS_TEST_ROLLBACKS=1", "HERALD_FAILPOINTS=orders.after_commit=crash")
+
+	rolledBack := p.post(t, "/orders", orderBody, map[string]string{"X-Herald-Rollback": "1"})
+	if rolledBack.status != http.StatusInternalServerError || !strings.Contains(string(rolledBack.body), `"deliberate_rollback"`) {
+		t.Fatalf("rollback request: %d %s", rolledBack.status, rolledBack.body)
+	}
+
+	req, _ := http.NewRequest("POST", p.base+"/orders", strings.NewReader(orderBody))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("got an answer (%d %s), want the process to die first", resp.StatusCode, body)
+	}
+	err := p.wait(t, 30*time.Second)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("exit: %v, want death by SIGKILL\n%s", err, p.logs.String())
+	}
+	if orders, events := counts(t, d); orders != 1 || events != 1 {
+		t.Errorf("%d orders and %d events after the crash, want 1 and 1 (the rolled-back order left nothing)", orders, events)
+	}
+}
+
+// process is a running orders binary.
+type process struct {
+	cmd    *exec.Cmd
+	base   string
+	logs   *logBuffer
+	exited chan error
+	waited bool
+}
+
+// startBinary starts the binary on d with HERALD_ORDERS_ADDR=127.0.0.1:0 (the
+// OS picks a free port, the "listening" log line names it) plus env, and
+// waits until /healthz answers 200. The process is killed when t ends if it
+// is still running.
+func startBinary(t *testing.T, d *testenv.Database, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), "HERALD_ORDERS_ADDR=127.0.0.1:0", "HERALD_MYSQL_DSN="+d.DSN, "HERALD_FAILPOINTS=")
+	cmd.Env = append(cmd.Env, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, logs: &logBuffer{}, exited: make(chan error, 1)}
+	addrs := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.logs.add(sc.Text())
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				addrs <- line.Addr
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if !p.waited {
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+
+	select {
+	case addr := <-addrs:
+		p.base = "http://" + addr
+	case err := <-p.exited:
+		p.waited = true
+		t.Fatalf("the binary exited before listening: %v\n%s", err, p.logs.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("no listening log line within a minute\n%s", p.logs.String())
+	}
+	p.waitHealthy(t)
+	return p
+}
+
+// wait waits up to timeout for the process to exit and returns cmd.Wait's
+// error.
+func (p *process) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.waited = true
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("still running after %v\n%s", timeout, p.logs.String())
+		return nil
+	}
+}
+
 // waitHealthy polls GET /healthz until it answers 200, for at most 30 s.
-func waitHealthy(t *testing.T, base string) {
+func (p *process) waitHealthy(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/healthz", nil)
+		req, _ := http.NewRequestWithContext(ctx, "GET", p.base+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -141,10 +200,46 @@ func waitHealthy(t *testing.T, base string) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("/healthz did not answer 200 within 30 s (last error %v)", err)
+			t.Fatalf("/healthz did not answer 200 within 30 s (last error %v)\n%s", err, p.logs.String())
 		case <-tick.C:
 		}
 	}
+}
+
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (p *process) post(t *testing.T, path, body string, headers map[string]string) answer {
+	t.Helper()
+	req, err := http.NewRequest("POST", p.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{status: resp.StatusCode, body: b}
+}
+
+// counts returns the number of orders and of outbox events in d.
+func counts(t *testing.T, d *testenv.Database) (orders, events int) {
+	t.Helper()
+	if err := d.DB.QueryRow("SELECT (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM outbox_events)").Scan(&orders, &events); err != nil {
+		t.Fatal(err)
+	}
+	return orders, events
 }
 
 // logBuffer collects the child's log lines.
