@@ -72,11 +72,59 @@ func TestIdempotencyKey(t *testing.T) {
 		if replays != requests-1 {
 			t.Errorf("%d replayed answers, want %d", replays, requests-1)
 		}
-		after := s.rowCounts()
-		for table, want := range map[string]int{"orders": 1, "outbox_events": 1, "idempotency_keys": 1, "order_items": 2} {
-			if got := after[table] - before[table]; got != want {
-				t.Errorf("%s: %d new rows, want %d", table, got, want)
+		assertNewRows(t, before, s.rowCounts(), 1)
+	})
+
+	// A key holder that rolls back lets the waiting requests in; InnoDB may
+	// pick one of them as a deadlock victim (two waiters upgrading their
+	// locks on the freed key), which the service runs again.
+	t.Run("concurrent requests with one key, some rolled back", func(t *testing.T) {
+		rs := newService(t, api.Config{AllowRollbackHeader: true})
+		before := rs.rowCounts()
+		const requests = 12
+		answers := make([]response, requests)
+		var wg sync.WaitGroup
+		for i := range requests {
+			headers := []string{"Idempotency-Key", "concurrent-2"}
+			if i%3 == 0 {
+				headers = append(headers, api.RollbackHeader, "1")
+			}
+			wg.Go(func() { answers[i] = rs.do("POST", "/orders", validOrder, headers...) })
+		}
+		wg.Wait()
+		var body []byte
+		for i, a := range answers {
+			if i%3 == 0 {
+				// Rolled back on purpose, or replayed when it came after
+				// the commit of another.
+				if a.status == http.StatusCreated {
+					continue
+				}
+				if d := a.errorDetail(t); a.status != http.StatusInternalServerError || d.Code != api.CodeDeliberateRollback {
+					t.Errorf("rollback request: %d %s", a.status, a.body)
+				}
+				continue
+			}
+			if a.status != http.StatusCreated {
+				t.Fatalf("request %d: %d %s, want 201", i, a.status, a.body)
+			}
+			if body == nil {
+				body = a.body
+			} else if !bytes.Equal(a.body, body) {
+				t.Errorf("answers differ: %s and %s", a.body, body)
 			}
 		}
+		assertNewRows(t, before, rs.rowCounts(), 1)
 	})
+}
+
+// assertNewRows checks that exactly orders orders (one item, one event and
+// one key each) were written between before and after.
+func assertNewRows(t *testing.T, before, after map[string]int, orders int) {
+	t.Helper()
+	for table, want := range map[string]int{"orders": orders, "outbox_events": orders, "idempotency_keys": orders, "order_items": 2 * orders} {
+		if got := after[table] - before[table]; got != want {
+			t.Errorf("%s: %d new rows, want %d", table, got, want)
+		}
+	}
 }

@@ -18,7 +18,7 @@ import (
 // txAttempts bounds how often a transaction is run again after InnoDB chose
 // it as a deadlock victim (it was rolled back whole, so running it again is
 // safe), or after an Idempotency-Key row vanished between two reads.
-const txAttempts = 3
+const txAttempts = 5
 
 // MySQL error numbers the service branches on.
 const (
