@@ -64,7 +64,9 @@ type rawItem struct {
 
 // decodeCreateOrder reads one JSON object from r (bounded by the caller)
 // and validates it. Numbers are never decoded as floats: integers are parsed
-// from their digits and prices are decimal strings.
+// from their digits and prices are decimal strings. encoding/json matches
+// field names case-insensitively and keeps the last of duplicate fields;
+// both are accepted as they are.
 func decodeCreateOrder(r io.Reader) (createOrder, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()

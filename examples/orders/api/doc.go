@@ -13,8 +13,10 @@
 //
 // Money is exact: prices are decimal strings with at most two decimals, and
 // totals are computed with decimals, never floats. An Idempotency-Key header
-// makes POST /orders safe to retry (see IdempotencyKeyHeader). Every error
-// answer is {"error":{"code":...,"message":...,"field":...}} (ErrorResponse).
+// makes POST /orders safe to retry: a retry of the same order answers 201
+// with the first answer's body and "Idempotent-Replayed: true", creating
+// nothing; the key with another order answers 422. Every error answer is
+// {"error":{"code":...,"message":...,"field":...}} (ErrorResponse).
 //
 // Running it in-process:
 //
