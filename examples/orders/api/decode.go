@@ -1,0 +1,246 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+)
+
+// Limits of one POST /orders.
+const (
+	// RequestBodyMaxBytes is the largest request body accepted (64 KiB);
+	// a larger one is answered 413.
+	RequestBodyMaxBytes = 64 << 10
+	// ItemsMax is the most lines one order may have.
+	ItemsMax = 100
+	// QuantityMax is the largest quantity of one line.
+	QuantityMax = 10_000
+	// SKUMaxLen is the longest SKU, in characters.
+	SKUMaxLen = 64
+	// UnitPriceMax is the highest unit price, a decimal string.
+	UnitPriceMax = "1000000.00"
+	// IdempotencyKeyMaxLen is the longest Idempotency-Key header value.
+	IdempotencyKeyMaxLen = 255
+)
+
+var (
+	unitPriceMax = decimal.RequireFromString(UnitPriceMax)
+	// pricePattern: a non-negative decimal with at most two decimals, no
+	// sign, exponent or leading zeros.
+	pricePattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,15})(\.[0-9]{1,2})?$`)
+	// integerPattern: a JSON number without fraction or exponent.
+	integerPattern = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+)
+
+// createOrder is a validated POST /orders body.
+type createOrder struct {
+	customerID int64
+	items      []item
+}
+
+// rawCreateOrder is the body's shape; values stay raw so that each one is
+// checked (and reported) on its own, with its position.
+type rawCreateOrder struct {
+	CustomerID json.RawMessage `json:"customer_id"`
+	Items      []rawItem       `json:"items"`
+}
+
+type rawItem struct {
+	SKU       json.RawMessage `json:"sku"`
+	Quantity  json.RawMessage `json:"quantity"`
+	UnitPrice json.RawMessage `json:"unit_price"`
+}
+
+// decodeCreateOrder reads one JSON object from r (bounded by the caller)
+// and validates it. Numbers are never decoded as floats: integers are parsed
+// from their digits and prices are decimal strings. encoding/json matches
+// field names case-insensitively and keeps the last of duplicate fields;
+// both are accepted as they are.
+func decodeCreateOrder(r io.Reader) (createOrder, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var raw rawCreateOrder
+	if err := dec.Decode(&raw); err != nil {
+		return createOrder{}, decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return createOrder{}, decodeError(err)
+		}
+		return createOrder{}, badRequest(CodeMalformedJSON, "", "unexpected data after the JSON object")
+	}
+
+	var req createOrder
+	var err error
+	if req.customerID, err = parseInteger(raw.CustomerID, "customer_id", 1, 1<<63-1); err != nil {
+		return createOrder{}, err
+	}
+	switch {
+	case raw.Items == nil:
+		return createOrder{}, badRequest(CodeMissingValue, "items", "items is required")
+	case len(raw.Items) == 0:
+		return createOrder{}, badRequest(CodeMissingValue, "items", "an order needs at least one item")
+	case len(raw.Items) > ItemsMax:
+		return createOrder{}, badRequest(CodeInvalidValue, "items", "an order has at most %d items, got %d", ItemsMax, len(raw.Items))
+	}
+	req.items = make([]item, len(raw.Items))
+	for i, ri := range raw.Items {
+		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
+		it := &req.items[i]
+		if it.sku, err = parseSKU(ri.SKU, field("sku")); err != nil {
+			return createOrder{}, err
+		}
+		if it.quantity, err = parseInteger(ri.Quantity, field("quantity"), 1, QuantityMax); err != nil {
+			return createOrder{}, err
+		}
+		if it.unitPrice, err = parsePrice(ri.UnitPrice, field("unit_price")); err != nil {
+			return createOrder{}, err
+		}
+	}
+	return req, nil
+}
+
+// decodeError turns an encoding/json error into a 400 or 413 answer.
+func decodeError(err error) error {
+	var (
+		tooLarge  *http.MaxBytesError
+		syntax    *json.SyntaxError
+		wrongType *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, detail: ErrorDetail{
+			Code: CodeBodyTooLarge, Message: fmt.Sprintf("the body exceeds %d bytes", tooLarge.Limit),
+		}}
+	case errors.Is(err, io.EOF):
+		return badRequest(CodeMalformedJSON, "", "the body is empty")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest(CodeMalformedJSON, "", "the body ends inside a JSON value")
+	case errors.As(err, &syntax):
+		return badRequest(CodeMalformedJSON, "", "malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &wrongType):
+		if wrongType.Field == "" {
+			return badRequest(CodeMalformedJSON, "", "the body must be a JSON object")
+		}
+		return badRequest(CodeInvalidValue, wrongType.Field, "%s must not be a JSON %s", wrongType.Field, wrongType.Value)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name, _ = strconv.Unquote(name)
+		return badRequest(CodeUnknownField, name, "unknown field %q", name)
+	}
+	return badRequest(CodeMalformedJSON, "", "the body is not valid JSON")
+}
+
+func missing(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
+}
+
+// parseInteger reads a JSON integer in [lo, hi] from its digits.
+func parseInteger(raw json.RawMessage, field string, lo, hi int64) (int64, error) {
+	if missing(raw) {
+		return 0, badRequest(CodeMissingValue, field, "%s is required", field)
+	}
+	if !integerPattern.Match(raw) {
+		return 0, badRequest(CodeInvalidValue, field, "%s must be a whole JSON number", field)
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest(CodeInvalidValue, field, "%s must be between %d and %d", field, lo, hi)
+	}
+	return n, nil
+}
+
+func parseString(raw json.RawMessage, field string) (string, error) {
+	if missing(raw) {
+		return "", badRequest(CodeMissingValue, field, "%s is required", field)
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", badRequest(CodeInvalidValue, field, "%s must be a JSON string", field)
+	}
+	return s, nil
+}
+
+func parseSKU(raw json.RawMessage, field string) (string, error) {
+	sku, err := parseString(raw, field)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case strings.TrimSpace(sku) == "":
+		return "", badRequest(CodeMissingValue, field, "%s must not be empty", field)
+	case utf8.RuneCountInString(sku) > SKUMaxLen:
+		return "", badRequest(CodeInvalidValue, field, "%s is longer than %d characters", field, SKUMaxLen)
+	case strings.ContainsFunc(sku, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
+		return "", badRequest(CodeInvalidValue, field, "%s contains control characters or invalid UTF-8", field)
+	}
+	return sku, nil
+}
+
+// parsePrice reads a decimal string such as "9.99".
+func parsePrice(raw json.RawMessage, field string) (decimal.Decimal, error) {
+	s, err := parseString(raw, field)
+	if err != nil {
+		if !missing(raw) {
+			err = badRequest(CodeInvalidValue, field, `%s must be a decimal string such as "9.99"`, field)
+		}
+		return decimal.Decimal{}, err
+	}
+	if !pricePattern.MatchString(s) {
+		return decimal.Decimal{}, badRequest(CodeInvalidValue, field,
+			`%s must be a non-negative decimal string with at most 2 decimals, such as "9.99"`, field)
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil || d.GreaterThan(unitPriceMax) {
+		return decimal.Decimal{}, badRequest(CodeInvalidValue, field, "%s must be at most %s", field, UnitPriceMax)
+	}
+	return d, nil
+}
+
+// canonicalHash identifies the order a request asks for: equal for requests
+// that differ only in JSON spelling ("9.9" and "9.90", spacing, key order).
+// An Idempotency-Key replay must carry the same hash.
+func (c createOrder) canonicalHash() []byte {
+	b, err := json.Marshal(struct {
+		CustomerID int64  `json:"customer_id"`
+		Items      []Item `json:"items"`
+	}{c.customerID, apiItems(c.items)})
+	if err != nil {
+		panic(fmt.Sprintf("encode canonical order: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// idempotencyKey reads the optional Idempotency-Key header: 1 to 255
+// printable ASCII characters.
+func idempotencyKey(h http.Header) (string, error) {
+	values := h.Values(IdempotencyKeyHeader)
+	switch {
+	case len(values) == 0:
+		return "", nil
+	case len(values) > 1:
+		return "", badRequest(CodeInvalidValue, IdempotencyKeyHeader, "send %s once", IdempotencyKeyHeader)
+	}
+	key := values[0]
+	if key == "" || len(key) > IdempotencyKeyMaxLen {
+		return "", badRequest(CodeInvalidValue, IdempotencyKeyHeader, "%s must have 1 to %d characters", IdempotencyKeyHeader, IdempotencyKeyMaxLen)
+	}
+	for i := range len(key) {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return "", badRequest(CodeInvalidValue, IdempotencyKeyHeader, "%s must be printable ASCII without spaces", IdempotencyKeyHeader)
+		}
+	}
+	return key, nil
+}
