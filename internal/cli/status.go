@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+// statusReport is `herald status --json`.
+type statusReport struct {
+	At          time.Time                `json:"at"`
+	Backlog     mysql.Backlog            `json:"backlog"`
+	Quarantined []mysql.QuarantinedEvent `json:"quarantined"`
+	Partitions  []kafka.PartitionOffset  `json:"partitions,omitempty"`
+	Lag         []kafka.PartitionLag     `json:"consumer_lag,omitempty"`
+	KafkaError  string                   `json:"kafka_error,omitempty"`
+}
+
+func newStatusCommand() *cobra.Command {
+	var (
+		db     dbFlags
+		kf     kafkaFlags
+		topics []string
+		groups []string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "One screen for the operator: backlog, ages, failures, quarantine, partitions, consumer lag",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			conn, err := db.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			st := mysql.NewStore(conn)
+			rep := statusReport{At: time.Now().UTC()}
+			if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
+				return err
+			}
+			if rep.Quarantined, err = st.ListQuarantined(ctx, mysql.QuarantineFilter{Limit: 10}); err != nil {
+				return err
+			}
+			// Kafka is reported on, not required: the database view is what
+			// an operator needs first when the cluster is the problem.
+			if err := kafkaStatus(ctx, &kf, topics, groups, &rep); err != nil {
+				rep.KafkaError = err.Error()
+			}
+			if asJSON {
+				return writeJSON(cmd, rep)
+			}
+			printStatus(cmd, rep)
+			return nil
+		},
+	}
+	env := envFlags{}
+	db.register(cmd, env)
+	kf.register(cmd, env)
+	cmd.Flags().StringSliceVar(&topics, "topics", []string{"orders.v1"}, "topics to show partitions and lag for")
+	cmd.Flags().StringSliceVar(&groups, "groups", nil, "consumer groups to show (default: every group reading --topics)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	env["topics"] = "HERALD_STATUS_TOPICS"
+	env.bind(cmd)
+	return cmd
+}
+
+func kafkaStatus(ctx context.Context, kf *kafkaFlags, topics, groups []string, rep *statusReport) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	adm, err := kf.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if rep.Partitions, err = kafka.EndOffsets(ctx, adm, topics...); err != nil {
+		return err
+	}
+	rep.Lag, err = kafka.GroupLags(ctx, adm, groups, topics...)
+	return err
+}
+
+func printStatus(cmd *cobra.Command, rep statusReport) {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	b := rep.Backlog
+	fmt.Fprintf(w, "herald status at %s\n\n", rep.At.Format(time.RFC3339))
+	fmt.Fprintln(w, "OUTBOX BACKLOG\tEVENTS\tOLDEST")
+	fmt.Fprintf(w, "  ready (claimable)\t%d\t%s waiting\n", b.Ready, age(b.OldestReadyAge))
+	fmt.Fprintf(w, "  leased (in flight)\t%d\t\n", b.Leased)
+	fmt.Fprintf(w, "  backing off\t%d\t\n", b.BackingOff)
+	fmt.Fprintf(w, "  held behind their aggregate\t%d\t%d aggregate(s)\n", b.Held, b.HeldAggregates)
+	fmt.Fprintf(w, "  (oldest of leased/backing off/held)\t\t%s old\n", age(b.OldestParkedAge))
+	fmt.Fprintf(w, "  quarantined\t%d\t%s old\n", b.Quarantined, age(b.OldestQuarantinedAge))
+	fmt.Fprintf(w, "  discarded\t%d\t\n", b.Discarded)
+	fmt.Fprintf(w, "  published in the last hour\t%d\t\n\n", b.PublishedLastHour)
+
+	fmt.Fprintln(w, "FAILURES IN THE LAST HOUR\tATTEMPTS\t")
+	if len(b.FailuresLastHour) == 0 {
+		fmt.Fprintln(w, "  none\t\t")
+	}
+	classes := make([]string, 0, len(b.FailuresLastHour))
+	for c := range b.FailuresLastHour {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	for _, c := range classes {
+		fmt.Fprintf(w, "  %s\t%d\t\n", c, b.FailuresLastHour[c])
+	}
+	fmt.Fprintln(w)
+
+	if len(rep.Quarantined) > 0 {
+		fmt.Fprintln(w, "QUARANTINED (oldest 10; herald quarantine list)\t\t")
+		for _, q := range rep.Quarantined {
+			fmt.Fprintf(w, "  %s %s/%s #%d %s\t%s\t%d held behind\n", q.ID, q.AggregateType, q.AggregateID,
+				q.AggregateSeq, q.EventType, q.ErrorClass, q.HeldBehind)
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.KafkaError != "" {
+		fmt.Fprintf(w, "KAFKA: %s\n", rep.KafkaError)
+		w.Flush()
+		return
+	}
+	fmt.Fprintln(w, "PARTITIONS (records = end offset)\tRECORDS\t")
+	for _, p := range rep.Partitions {
+		fmt.Fprintf(w, "  %s/%d\t%d\t\n", p.Topic, p.Partition, p.End)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CONSUMER LAG\tLAG\tCOMMITTED/END")
+	if len(rep.Lag) == 0 {
+		fmt.Fprintln(w, "  no consumer group reads these topics\t\t")
+	}
+	totals := map[string]int64{}
+	for _, l := range rep.Lag {
+		totals[l.Group] += l.Lag
+	}
+	for _, l := range rep.Lag {
+		fmt.Fprintf(w, "  %s %s/%d\t%d\t%d/%d\n", l.Group, l.Topic, l.Partition, l.Lag, l.Committed, l.End)
+	}
+	groups := make([]string, 0, len(totals))
+	for g := range totals {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		fmt.Fprintf(w, "  %s total\t%d\t\n", g, totals[g])
+	}
+	w.Flush()
+}
+
+func age(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return d.Round(time.Second).String()
+}
