@@ -129,18 +129,24 @@ type encodeError struct{ err error }
 func (e encodeError) Error() string { return "encode: " + e.err.Error() }
 func (e encodeError) Unwrap() error { return e.err }
 
-// record builds the Kafka record of an event: key = aggregate id, value =
-// the versioned envelope, headers = herald's plus the event's own.
+// record builds the Kafka record of an event for its routed topic.
 func (r *Relay) record(e store.Event) (*kgo.Record, string, error) {
 	topic, ok := r.cfg.topicFor(e.AggregateType)
 	if !ok {
 		return nil, "", errNoRoute
 	}
+	rec, err := buildRecord(e, topic)
+	return rec, topic, err
+}
+
+// buildRecord builds the Kafka record of an event: key = aggregate id,
+// value = the versioned envelope, headers = herald's plus the event's own.
+func buildRecord(e store.Event, topic string) (*kgo.Record, error) {
 	value, err := envelope.Encode(envelope.Envelope{
 		EventID: e.ID, Type: e.EventType, Version: e.SchemaVersion, OccurredAt: e.OccurredAt, Data: e.Payload,
 	})
 	if err != nil {
-		return nil, topic, encodeError{err}
+		return nil, encodeError{err}
 	}
 	headers := []kgo.RecordHeader{
 		{Key: envelope.HeaderEventID, Value: []byte(e.ID)},
@@ -154,7 +160,7 @@ func (r *Relay) record(e store.Event) (*kgo.Record, string, error) {
 	}
 	return &kgo.Record{
 		Topic: topic, Key: []byte(e.AggregateID), Value: value, Headers: headers, Timestamp: e.OccurredAt,
-	}, topic, nil
+	}, nil
 }
 
 // classify names a publication error's class and whether it is fatal.

@@ -31,13 +31,14 @@ CREATE TABLE outbox_audit (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE herald_replay_checkpoints (
-  name        VARCHAR(128)  NOT NULL,
-  selection   JSON          NOT NULL,
-  position_at DATETIME(6)   NOT NULL,
-  position_id CHAR(36)      NOT NULL,
-  replayed    BIGINT UNSIGNED NOT NULL DEFAULT 0,
-  finished_at DATETIME(6)   NULL,
-  updated_at  DATETIME(6)   NOT NULL,
+  name          VARCHAR(128)    NOT NULL,
+  selection     JSON            NOT NULL,
+  position_type VARCHAR(64)     NOT NULL,
+  position_id   VARCHAR(128)    NOT NULL,
+  position_seq  BIGINT UNSIGNED NOT NULL,
+  replayed      BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  finished_at   DATETIME(6)     NULL,
+  updated_at    DATETIME(6)     NOT NULL,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+func newReplayCommand() *cobra.Command {
+	var (
+		db         dbFlags
+		kf         kafkaFlags
+		sel        mysql.ReplaySelection
+		from, to   string
+		topics     []string
+		suffix     string
+		checkpoint string
+		rateLimit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Re-publish retained events to a separate replay topic, rate limited and resumable",
+		Long: `Re-publishes published events still retained in the outbox (see herald
+cleanup) that were added between --from and --to, optionally only one
+aggregate type, aggregate or event type, to a SEPARATE topic: the live topic's
+name plus --suffix (default .replay), created like the live topic if missing.
+Records keep their event ids, keys and per-aggregate order, so a consumer
+group reading the replay topic deduplicates against its inbox.
+
+At most --rate records per second. Progress is saved under --checkpoint after
+every acknowledged page: running the same command again resumes; a finished
+replay does nothing. Use a new checkpoint name for a new replay.
+
+Consumer-side replay (a new consumer group from a timestamp) is an option of
+the consumers themselves; see docs/runbooks/replay.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			now := time.Now()
+			var err error
+			if sel.From, err = parseInstant("--from", from, now); err != nil {
+				return err
+			}
+			if sel.To, err = parseInstant("--to", to, now); err != nil {
+				return err
+			}
+			if err := sel.Validate(); err != nil {
+				return usageError{err}
+			}
+			if strings.TrimSpace(checkpoint) == "" {
+				return usageError{fmt.Errorf("--checkpoint: a name is required (it makes the replay resumable)")}
+			}
+			if rateLimit < 1 {
+				return usageError{fmt.Errorf("--rate: must be at least 1 record/s, got %d", rateLimit)}
+			}
+			if suffix == "" {
+				return usageError{fmt.Errorf("--suffix: must not be empty: a replay never goes to the live topic")}
+			}
+			routes, err := parseTopicRoutes(topics)
+			if err != nil {
+				return err
+			}
+			conn, err := db.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			adm, err := kf.admin(ctx)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			for _, live := range routes {
+				if err := ensureReplayTopic(cmd, adm, live, live+suffix); err != nil {
+					return err
+				}
+			}
+			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay"})
+			if err != nil {
+				return err
+			}
+			defer producer.Close()
+			start := time.Now()
+			rp, err := relay.NewReplayer(relay.ReplayConfig{
+				Checkpoint: checkpoint, Selection: sel, Topics: routes, Rate: rateLimit,
+				TopicFor: func(live string) string { return live + suffix },
+				Progress: func(n int64) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
+						float64(n)/max(time.Since(start).Seconds(), 0.001))
+				},
+			}, mysql.NewStore(conn), producer)
+			if err != nil {
+				return usageError{err}
+			}
+			n, err := rp.Run(ctx)
+			fmt.Fprintln(cmd.ErrOrStderr())
+			if err != nil {
+				return fmt.Errorf("%w (progress is saved; rerun the same command to resume)", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "replay %q finished: %d event(s) this run in %v\n", checkpoint, n,
+				time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	env := envFlags{}
+	db.register(cmd, env)
+	kf.register(cmd, env)
+	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "replay events added at or after (RFC 3339, or a duration ago like 6h)")
+	f.StringVar(&to, "to", "0s", "replay events added before (RFC 3339, or a duration ago; default now)")
+	f.StringVar(&sel.AggregateType, "aggregate-type", "", "only this aggregate type")
+	f.StringVar(&sel.AggregateID, "aggregate-id", "", "only this aggregate (needs --aggregate-type)")
+	f.StringVar(&sel.EventType, "event-type", "", "only this event type")
+	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "live routes aggregate_type=topic, as for herald relay")
+	f.StringVar(&suffix, "suffix", relay.ReplayTopicSuffix, "replay topic = live topic + suffix")
+	f.StringVar(&checkpoint, "checkpoint", "", "name under which progress is saved (required)")
+	f.IntVar(&rateLimit, "rate", relay.ReplayRateDefault, "most records per second")
+	env["topic"] = "HERALD_TOPICS"
+	env.bind(cmd)
+	return cmd
+}
+
+// ensureReplayTopic creates the replay topic with the live topic's
+// partitions and replication, so keys land on the same partition numbers.
+func ensureReplayTopic(cmd *cobra.Command, adm *kadm.Client, live, replay string) error {
+	descs, err := kafka.DescribeTopics(cmd.Context(), adm, live)
+	if err != nil {
+		return fmt.Errorf("live topic %s: %w", live, err)
+	}
+	d := descs[0]
+	minISR := min(kafka.TopicMinInsyncReplicasDefault, d.ReplicationFactor)
+	if v, err := strconv.Atoi(d.Configs["min.insync.replicas"]); err == nil {
+		minISR = v
+	}
+	change, err := kafka.EnsureTopic(cmd.Context(), adm, kafka.TopicSpec{
+		Name: replay, Partitions: int32(len(d.Partitions)), ReplicationFactor: int16(d.ReplicationFactor),
+		MinInsyncReplicas: minISR,
+	}, false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "replay topic %s: %s\n", replay, change)
+	return nil
+}
