@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+// run executes a herald command in-process and returns its output and exit
+// code.
+func run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, new(usageError)):
+		return out.String() + err.Error(), exitUsage
+	}
+	return out.String() + err.Error(), 1
+}
+
+func addOrderEvents(t *testing.T, d *testenv.Database, aggregateIDs ...string) []string {
+	t.Helper()
+	w, _ := outbox.NewWriter(outbox.Config{})
+	tx, err := d.DB.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var events []outbox.Event
+	for _, id := range aggregateIDs {
+		events = append(events, outbox.Event{AggregateType: "order", AggregateID: id, EventType: "order.created",
+			SchemaVersion: 1, Payload: json.RawMessage(`{"order_id":1}`)})
+	}
+	ids, err := w.Add(context.Background(), tx, events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestQuarantineCommands walks an operator through a poison event with the
+// CLI: status shows it, list finds it by class, show prints its failure,
+// retry --dry-run changes nothing, discard needs a reason and is audited.
+func TestQuarantineCommands(t *testing.T) {
+	d := testenv.NewHeraldDatabase(t)
+	st := mysql.NewStore(d.DB)
+	ids := addOrderEvents(t, d, "7", "7")
+	c, err := st.Claim(context.Background(), store.ClaimRequest{RelayID: "r", Limit: 10, Lease: time.Minute, Policy: store.OrderHold})
+	if err != nil || len(c.Events) != 2 {
+		t.Fatalf("claim: %v, %d events", err, len(c.Events))
+	}
+	if _, err := st.Settle(context.Background(), c.Lease, store.Outcome{
+		Failed: []store.Failure{{EventID: ids[0], Class: "too_large", Message: "MESSAGE_TOO_LARGE", Quarantine: true}},
+		Unsent: []store.Unsent{{EventID: ids[1], Behind: ids[0]}},
+	}, store.OrderHold); err != nil {
+		t.Fatal(err)
+	}
+	dsn := "--mysql-dsn=" + d.DSN
+
+	out, code := run(t, "status", dsn, "--json", "--kafka-brokers=127.0.0.1:1")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, out)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if rep.Backlog.Quarantined != 1 || rep.Backlog.Held != 1 || len(rep.Quarantined) != 1 || rep.KafkaError == "" {
+		t.Errorf("status: %+v (kafka unreachable must be reported, not fatal)", rep)
+	}
+
+	out, code = run(t, "quarantine", "list", dsn, "--class", "too_large")
+	if code != 0 || !strings.Contains(out, ids[0]) || !strings.Contains(out, "1 quarantined event(s)") {
+		t.Errorf("list --class too_large: %d\n%s", code, out)
+	}
+	out, _ = run(t, "quarantine", "list", dsn, "--class", "timeout")
+	if strings.Contains(out, ids[0]) {
+		t.Errorf("list --class timeout shows the too_large event:\n%s", out)
+	}
+	out, code = run(t, "quarantine", "show", dsn, ids[0])
+	if code != 0 || !strings.Contains(out, `"state": "quarantined"`) || !strings.Contains(out, "MESSAGE_TOO_LARGE") {
+		t.Errorf("show: %d\n%s", code, out)
+	}
+	out, code = run(t, "quarantine", "retry", dsn, "--dry-run", ids[0])
+	if code != 0 || !strings.Contains(out, "would retry") {
+		t.Errorf("retry --dry-run: %d\n%s", code, out)
+	}
+	if s, _ := st.ShowEvent(context.Background(), ids[0]); s.State != "quarantined" {
+		t.Errorf("dry run changed the event to %s", s.State)
+	}
+	if out, code = run(t, "quarantine", "discard", dsn, ids[0]); code != exitUsage || !strings.Contains(out, "--reason") {
+		t.Errorf("discard without --reason: %d\n%s", code, out)
+	}
+	if out, code = run(t, "quarantine", "retry", dsn); code != exitUsage {
+		t.Errorf("retry without ids or filter: %d\n%s", code, out)
+	}
+	out, code = run(t, "quarantine", "discard", dsn, "--reason", "obsolete", "--actor", "oncall", ids[0])
+	if code != 0 || !strings.Contains(out, "1 of 1 event(s) changed") {
+		t.Errorf("discard: %d\n%s", code, out)
+	}
+	out, _ = run(t, "quarantine", "discard", dsn, "--reason", "obsolete", "--actor", "oncall", ids[0])
+	if !strings.Contains(out, "0 of 1 event(s) changed") {
+		t.Errorf("second discard is not a no-op:\n%s", out)
+	}
+	var audits int
+	d.DB.QueryRow("SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND actor = 'oncall'", ids[0]).Scan(&audits)
+	if audits != 1 {
+		t.Errorf("%d audit rows, want 1", audits)
+	}
+}
+
+func TestCommandsRefuseBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"cleanup inbox retention shorter than replay window", []string{"cleanup", "--retention", "48h", "--inbox-retention", "24h"}, "inbox retention"},
+		{"cleanup batch size", []string{"cleanup", "--batch-size", "0"}, "batch size"},
+		{"replay without checkpoint", []string{"replay", "--from", "1h"}, "--checkpoint"},
+		{"replay inverted range", []string{"replay", "--from", "1h", "--to", "2h", "--checkpoint", "x"}, "must be before"},
+		{"replay bad time", []string{"replay", "--from", "yesterday", "--checkpoint", "x"}, "--from"},
+		{"quarantine bad since", []string{"quarantine", "list", "--since", "soon"}, "--since"},
+		{"topics min isr above replication", []string{"topics", "create", "t", "--replication-factor", "1", "--min-insync-replicas", "2"}, "--min-insync-replicas"},
+		{"relay bad policy", []string{"relay", "--order-policy", "yolo"}, "--order-policy"},
+		{"relay bad route", []string{"relay", "--topic", "order"}, "--topic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := run(t, tt.args...)
+			if code != exitUsage || !strings.Contains(out, tt.want) {
+				t.Errorf("herald %v: exit %d, output %q; want exit %d naming %q", tt.args, code, out, exitUsage, tt.want)
+			}
+		})
+	}
+}
