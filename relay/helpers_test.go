@@ -1,0 +1,263 @@
+package relay_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/outbox"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveBuilt()
+	os.Exit(code)
+}
+
+// env is what a relay test runs against: a fresh database with herald's
+// schema and a fresh topic that aggregate type "order" is routed to.
+type env struct {
+	db      *testenv.Database
+	brokers []string
+	topic   string
+	writer  *outbox.Writer
+}
+
+func newEnv(t *testing.T, topic testenv.TopicOptions) *env {
+	t.Helper()
+	brokers := testenv.KafkaBrokers(t)
+	w, err := outbox.NewWriter(outbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{
+		db: testenv.NewHeraldDatabase(t), brokers: brokers,
+		topic: testenv.NewTopic(t, brokers, topic), writer: w,
+	}
+}
+
+// relay starts a `herald relay` process on e's database and topic.
+func (e *env) relay(t *testing.T, opts testenv.RelayOptions) *testenv.Process {
+	t.Helper()
+	opts.DSN, opts.Brokers = e.db.DSN, e.brokers
+	if opts.Topics == nil {
+		opts.Topics = map[string]string{"order": e.topic}
+	}
+	return testenv.StartRelay(t, opts)
+}
+
+// event is a small order event of aggregate agg.
+func event(agg string, n int) outbox.Event {
+	return outbox.Event{
+		AggregateType: "order", AggregateID: agg, EventType: "order.updated", SchemaVersion: 1,
+		Payload: json.RawMessage(fmt.Sprintf(`{"order_id":%q,"n":%d,"total_amount":"19.99"}`, agg, n)),
+	}
+}
+
+// write adds events in one transaction and commits it (or rolls it back)
+// and returns their ids.
+func (e *env) write(ctx context.Context, commit bool, events ...outbox.Event) ([]string, error) {
+	tx, err := e.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ids, err := e.writer.Add(ctx, tx, events...)
+	if err != nil {
+		return nil, err
+	}
+	if !commit {
+		return ids, tx.Rollback()
+	}
+	return ids, tx.Commit()
+}
+
+// preload commits n events spread round-robin over aggregates, 1,000 per
+// transaction.
+func (e *env) preload(t *testing.T, n, aggregates int) {
+	t.Helper()
+	ctx := context.Background()
+	for start := 0; start < n; start += 1000 {
+		var batch []outbox.Event
+		for i := start; i < min(n, start+1000); i++ {
+			batch = append(batch, event(aggName(i%aggregates), i))
+		}
+		if _, err := e.write(ctx, true, batch...); err != nil {
+			t.Fatalf("preload: %v", err)
+		}
+	}
+}
+
+func aggName(i int) string { return fmt.Sprintf("agg-%04d", i) }
+
+// liveWriter adds events while relays drain: small transactions of random
+// aggregates, every fourth one rolled back, until it committed target
+// events or ctx ends.
+type liveWriter struct {
+	mu         sync.Mutex
+	committed  int
+	rolledBack []string
+	err        error
+	done       chan struct{}
+}
+
+func (e *env) startLiveWriter(ctx context.Context, aggregates, target int) *liveWriter {
+	lw := &liveWriter{done: make(chan struct{})}
+	go func() {
+		defer close(lw.done)
+		tick := time.NewTicker(5 * time.Millisecond) // a steady trickle, not a burst
+		defer tick.Stop()
+		for tx := 0; ; tx++ {
+			lw.mu.Lock()
+			enough := lw.committed >= target
+			lw.mu.Unlock()
+			if enough {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			var batch []outbox.Event
+			for i := range 1 + rand.IntN(5) {
+				batch = append(batch, event(aggName(rand.IntN(aggregates)), 1_000_000+tx*10+i))
+			}
+			commit := tx%4 != 3
+			ids, err := e.write(ctx, commit, batch...)
+			lw.mu.Lock()
+			switch {
+			case err != nil:
+				lw.err = err
+			case commit:
+				lw.committed += len(ids)
+			default:
+				lw.rolledBack = append(lw.rolledBack, ids...)
+			}
+			lw.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return lw
+}
+
+// wait waits for the writer to finish and fails t if it failed.
+func (lw *liveWriter) wait(t *testing.T) (committed int, rolledBack []string) {
+	t.Helper()
+	<-lw.done
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil {
+		t.Fatalf("live writer: %v", lw.err)
+	}
+	return lw.committed, lw.rolledBack
+}
+
+// waitFor polls cond every 50ms until it returns true, and fails t after
+// timeout with cond's last description of the state.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %v: %s", what, timeout, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// count runs a COUNT(*) query.
+func count(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// waitDrained waits until no committed event is left unpublished.
+func (e *env) waitDrained(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "every event published", func() (bool, string) {
+		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		return n == 0, fmt.Sprintf("%d unpublished", n)
+	})
+}
+
+// ids returns the ids a query selects.
+func ids(t *testing.T, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// verifyTopic reads the topic with kcat and checks it against the outbox:
+// the rows keep selects must be on the topic, in order per aggregate, and
+// the events in absent must not be. It fails t on any problem and logs the
+// duplicate count.
+func (e *env) verifyTopic(t *testing.T, keep func(verify.Row) bool, absent []string) *verify.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rows, err := verify.LoadOutbox(ctx, e.db.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := verify.ReadTopic(ctx, e.brokers, e.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := verify.Check(verify.Input{Committed: verify.Events(rows, keep), RolledBack: absent, Records: records})
+	t.Logf("independent check (kcat): %s", report.Summary())
+	if !report.OK() {
+		t.Errorf("topic %s does not match the outbox:\n%s", e.topic, strings.Join(report.Problems(10), "\n"))
+	}
+	return report
+}
+
+// stop sends SIGTERM to each relay and expects a clean exit.
+func stop(t *testing.T, relays ...*testenv.Process) {
+	t.Helper()
+	for _, p := range relays {
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range relays {
+		if exit := p.Wait(t, 30*time.Second); exit.Code != 0 {
+			t.Errorf("%s: %v after SIGTERM, want exit status 0; log tail:\n%s", p.Name, exit, p.Tail(20))
+		}
+	}
+}
