@@ -1,0 +1,141 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+// failingProducer fails every record with err, asynchronously like a real
+// client.
+type failingProducer struct{ err error }
+
+func (p failingProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	go promise(r, p.err)
+}
+
+// lockedBuffer is a bytes.Buffer safe for the relay's goroutine and the
+// test's.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestFailureTextIsScrubbed: a publication error whose text carries a MySQL
+// DSN password and SASL secrets (as a misconfigured client might echo
+// them) reaches last_error, the outbox_failures log and the relay's logs
+// with none of the secrets. The database is real; the producer is a stub
+// because the claim under test is scrubbing, not Kafka.
+func TestFailureTextIsScrubbed(t *testing.T) {
+	secrets := []string{"Dsn-Pa55word", "Sasl-S3cret", "Jaas-S3cret", "Url-S3cret"}
+	failure := errors.New("produce to broker: dial mysql herald:Dsn-Pa55word@tcp(db.internal:3306)/orders failed; " +
+		"SASL/PLAIN handshake: sasl.password=Sasl-S3cret rejected; " +
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="herald" password="Jaas-S3cret"; ` +
+		"bootstrap sasl_ssl://herald:Url-S3cret@broker.internal:9093 unreachable")
+
+	d := testenv.NewHeraldDatabase(t)
+	w, err := outbox.NewWriter(outbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.DB.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Add(context.Background(), tx, event("a", 1), event("a", 2), event("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs lockedBuffer
+	r, err := relay.New(relay.Config{
+		ID: "scrub", Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond,
+		// Two attempts: the first failure is logged as a retry (warning),
+		// the second quarantines (error).
+		MaxAttempts: 2, BackoffBase: 50 * time.Millisecond, BackoffCap: 100 * time.Millisecond,
+		Topics: map[string]string{"order": "unused"},
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}, mysql.NewStore(d.DB), failingProducer{failure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	waitFor(t, 30*time.Second, "both heads quarantined", func() (bool, string) {
+		n := count(t, d.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
+		return n == 2, fmt.Sprintf("%d quarantined", n)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	var stored []string
+	for _, q := range []string{
+		"SELECT last_error FROM outbox_events WHERE last_error IS NOT NULL AND error_class <> 'held'",
+		"SELECT error FROM outbox_failures",
+	} {
+		rows, err := d.DB.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			stored = append(stored, s)
+		}
+		rows.Close()
+	}
+	if len(stored) < 4 { // two heads, two attempts each, in the failure log; their last_error
+		t.Fatalf("found %d stored failure texts, want at least 4", len(stored))
+	}
+	logText := logs.String()
+	if !strings.Contains(logText, `"msg":"publish failed"`) || !strings.Contains(logText, `"error_class":"unknown"`) ||
+		!strings.Contains(logText, `"event_id"`) || !strings.Contains(logText, `"level":"ERROR"`) {
+		t.Fatalf("the relay logged no failure with event_id and error_class, and no quarantine:\n%s", logText)
+	}
+	for _, secret := range secrets {
+		for _, s := range stored {
+			if strings.Contains(s, secret) {
+				t.Errorf("stored failure text contains %q: %s", secret, s)
+			}
+		}
+		if strings.Contains(logText, secret) {
+			t.Errorf("relay log contains %q", secret)
+		}
+	}
+	if !strings.Contains(stored[0], "db.internal:3306") {
+		t.Errorf("scrubbing removed more than the secrets: %s", stored[0])
+	}
+	t.Logf("stored: %s", stored[0])
+}
