@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,6 +20,7 @@ type result struct {
 	partition int32
 	err       error // nil: acknowledged
 	sent      bool  // false: not produced, held behind a failure
+	answered  bool  // the producer acknowledged or failed it
 	behind    string
 	// isolated: produced with nothing else in flight, so a batch-level
 	// error is this record's own.
@@ -92,10 +94,16 @@ func (r *Relay) produceChains(ctx context.Context, events []store.Event, results
 		produce(h)
 	}
 	for inFlight > 0 {
-		a := <-acks
+		var a ack
+		select {
+		case a = <-acks:
+		case <-ctx.Done():
+			r.abandon(ctx, events, results)
+			return
+		}
 		inFlight--
 		res := &results[a.idx]
-		res.partition, res.err = a.partition, a.err
+		res.partition, res.err, res.answered = a.partition, a.err, true
 		next := a.idx + 1
 		if next >= len(events) || !sameAggregate(events[a.idx], events[next]) {
 			continue
@@ -105,6 +113,28 @@ func (r *Relay) produceChains(ctx context.Context, events []store.Event, results
 			continue
 		}
 		for j := next; j < len(events) && sameAggregate(events[a.idx], events[j]); j++ {
+			results[j].behind = res.event.ID
+		}
+	}
+}
+
+// abandon gives up waiting for the records still in flight when ctx ends
+// (the lease expired, or shutdown ran out of time). franz-go neither
+// acknowledges nor fails a record whose produce request went out unanswered
+// (its idempotent producer cannot know whether it was written) until a
+// broker answers, so without this a Kafka outage would hold the relay in
+// this batch for as long as it lasts. The records may still be written
+// later: duplicates, which at-least-once allows. The acks channel has room
+// for every record, so late promises never block.
+func (r *Relay) abandon(ctx context.Context, events []store.Event, results []result) {
+	err := fmt.Errorf("no acknowledgement from Kafka before the lease ended: %w", ctx.Err())
+	for i := range results {
+		res := &results[i]
+		if !res.sent || res.answered {
+			continue
+		}
+		res.err = err
+		for j := i + 1; j < len(events) && sameAggregate(events[i], events[j]) && !results[j].sent; j++ {
 			results[j].behind = res.event.ID
 		}
 	}
