@@ -1,0 +1,174 @@
+//go:build disruptive
+
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/outbox"
+)
+
+// TestDisruptiveKafkaOutage stops every Kafka broker for 30 seconds while a
+// relay has events to publish (run alone: `make test` runs it in a serial
+// phase; it breaks every other test using Kafka meanwhile). The events back
+// off — attempts > 0, error_class timeout or broker_unavailable, last_error
+// set — and none is quarantined for a transient outage; once the brokers
+// are back every event arrives, in order, as kcat confirms.
+func TestDisruptiveKafkaOutage(t *testing.T) {
+	const outage = 30 * time.Second
+	e := newEnv(t, testenv.TopicOptions{Partitions: 12})
+	nodes := brokerNodes(t, e.brokers)
+	root := testenv.RepoRoot(t)
+	t.Logf("broker nodes: %v", nodes)
+
+	e.preload(t, 300, 30)
+	// A 6s lease gives the producer a 4s delivery timeout; the 5s backoff
+	// cap keeps the retries after the outage close together.
+	p := e.relay(t, testenv.RelayOptions{Name: "relay-outage", Lease: 6 * time.Second, BatchSize: 100,
+		Env: []string{"HERALD_BACKOFF_CAP=5s"}})
+	e.waitDrained(t, time.Minute)
+
+	t.Cleanup(func() {
+		// Whatever happened, leave the brokers running.
+		if err := stackNodes(root, "start", nodes); err != nil {
+			t.Errorf("restart brokers: %v", err)
+		}
+	})
+	if err := stackNodes(root, "stop", nodes); err != nil {
+		t.Fatalf("stop brokers: %v", err)
+	}
+	down := time.Now()
+	t.Logf("all brokers stopped")
+
+	var during []outbox.Event
+	for i := range 300 {
+		during = append(during, event(aggName(i%30), 1000+i))
+	}
+	if _, err := e.write(context.Background(), true, during...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, outage, "publication failures recorded", func() (bool, string) {
+		n := count(t, e.db.DB, `SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND attempts > 0
+			AND error_class IN ('timeout', 'broker_unavailable') AND last_error <> ''`)
+		return n > 0, "no failed attempt recorded yet"
+	})
+	if rest := outage - time.Since(down); rest > 0 {
+		time.Sleep(rest) // the outage itself: this is what is being tested
+	}
+	var maxAttempts int
+	var classes, sample string
+	if err := e.db.DB.QueryRow(`SELECT MAX(attempts), GROUP_CONCAT(DISTINCT error_class), MAX(last_error)
+		FROM outbox_events WHERE published_at IS NULL AND error_class <> 'held'`).Scan(&maxAttempts, &classes, &sample); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after %v down: up to %d attempts, classes %s, e.g. last_error %q", time.Since(down).Round(time.Second), maxAttempts, classes, sample)
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+		t.Errorf("%d events quarantined during a transient outage", n)
+	}
+
+	if err := stackNodes(root, "start", nodes); err != nil {
+		t.Fatalf("start brokers: %v", err)
+	}
+	up := time.Now()
+	waitForMetadata(t, e, len(nodes))
+	t.Logf("brokers back after %v down; metadata complete %v after restart", up.Sub(down).Round(time.Second), time.Since(up).Round(time.Millisecond))
+
+	e.waitDrained(t, 2*time.Minute)
+	t.Logf("all events published %v after the brokers were back", time.Since(up).Round(time.Millisecond))
+	if p.Exited() {
+		t.Fatalf("relay exited during the outage: %v", p.Exit())
+	}
+	stop(t, p)
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+		t.Errorf("%d events quarantined for a transient outage", n)
+	}
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_failures WHERE error_class IN ('timeout', 'broker_unavailable')"); n == 0 {
+		t.Error("the failure log holds no timeout or broker_unavailable attempt")
+	}
+	e.verifyTopic(t, nil, nil)
+}
+
+// brokerNodes names the stack nodes serving the brokers (kafka-ID): all of
+// them, whether they are broker-only (three-broker layout, the controller
+// is node 100 and keeps running) or combined broker+controller (one-broker
+// layout, node 1).
+func brokerNodes(t *testing.T, brokers []string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	meta, err := testenv.NewAdmin(t, brokers).BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, b := range meta.Brokers {
+		nodes = append(nodes, fmt.Sprintf("kafka-%d", b.NodeID))
+	}
+	sort.Strings(nodes)
+	return nodes
+}
+
+// stackNodes runs stack/node.sh ACTION on every node at once.
+func stackNodes(root, action string, nodes []string) error {
+	script := filepath.Join(root, "stack", "node.sh")
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, script, action, n).CombinedOutput()
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("node.sh %s %s: %v\n%s", action, n, err, out))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// waitForMetadata waits until every broker is back and every partition of
+// the test's topic has a leader.
+func waitForMetadata(t *testing.T, e *env, brokers int) {
+	t.Helper()
+	admin := testenv.NewAdmin(t, e.brokers)
+	waitFor(t, 2*time.Minute, "cluster metadata", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		meta, err := admin.Metadata(ctx, e.topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(meta.Brokers) < brokers {
+			return false, fmt.Sprintf("%d of %d brokers", len(meta.Brokers), brokers)
+		}
+		td, ok := meta.Topics[e.topic]
+		if !ok || td.Err != nil || len(td.Partitions) == 0 {
+			return false, fmt.Sprintf("topic %s: %v", e.topic, td.Err)
+		}
+		var leaderless []string
+		for _, pd := range td.Partitions {
+			if pd.Err != nil || pd.Leader < 0 {
+				leaderless = append(leaderless, fmt.Sprint(pd.Partition))
+			}
+		}
+		return len(leaderless) == 0, "partitions without a leader: " + strings.Join(leaderless, ",")
+	})
+}
