@@ -1,0 +1,498 @@
+package relay_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+// The relay's throughput and the claim's latency on the local stack
+// (docs/benchmarks.md, "Relay"). Figures, not assertions; each
+// sub-benchmark does its work once, so run it with -benchtime 1x:
+//
+//	go test -run '^$' -bench BenchmarkRelay -benchtime 1x -timeout 60m ./relay/
+//
+// BenchmarkRelay/drain/* drains a backlog of 100,000 1 KB events over 1,000
+// aggregates: with herald's relay (in-process Relay.Run, each relay with its
+// own producer and connection pool, as separate processes would have) and
+// with the reference loop of the specification's source material.
+// BenchmarkRelay/claim/* times store/mysql Claim at backlogs of 1,000 and
+// 1,000,000 events. Afterwards the benchmark purges the binary logs it made
+// (as MariaDB's root over the stack's socket) when it can.
+
+const (
+	benchEvents      = 100_000
+	benchAggregates  = 1_000
+	benchPayloadSize = 1024
+	// referenceBudget bounds the reference loop's run: at a few hundred
+	// events per second, draining 100,000 would take the better part of
+	// ten minutes; its rate is steady long before.
+	referenceBudget = 45 * time.Second
+)
+
+func BenchmarkRelay(b *testing.B) {
+	b.Cleanup(func() { purgeBinlogs(b) })
+	b.Run("drain", func(b *testing.B) {
+		b.Run("herald-1", func(b *testing.B) { benchHerald(b, 1) })
+		b.Run("herald-2", func(b *testing.B) { benchHerald(b, 2) })
+		b.Run("reference", benchReference)
+	})
+	b.Run("claim", func(b *testing.B) {
+		b.Run("backlog-1000", func(b *testing.B) { benchClaim(b, 1_000) })
+		b.Run("backlog-1000000", func(b *testing.B) { benchClaim(b, 1_000_000) })
+	})
+}
+
+// benchPayload is a JSON payload of about benchPayloadSize bytes that does
+// not compress to nothing (random base64), as real payloads with ids,
+// names and amounts do not.
+func benchPayload(agg string, i int, rnd *rand.Rand) string {
+	raw := make([]byte, (benchPayloadSize-60)*3/4)
+	for j := range raw {
+		raw[j] = byte(rnd.Uint32())
+	}
+	return fmt.Sprintf(`{"order_id":%q,"n":%d,"total_amount":"19.99","note":%q}`, agg, i, base64.StdEncoding.EncodeToString(raw))
+}
+
+// bulkLoad inserts events first..first+n-1 of a stream with multi-row
+// INSERTs of herald's schema: event i belongs to aggregate i % aggregates
+// and is its (i / aggregates + 1)-th event; occurred_at and next_attempt_at
+// rise with i (and with each call), in the past, so claims take the events
+// in stream order.
+func bulkLoad(b *testing.B, db *sql.DB, first, n, aggregates int) {
+	b.Helper()
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(uint64(first), uint64(n)))
+	var now time.Time
+	if err := db.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now); err != nil {
+		b.Fatal(err)
+	}
+	base := now.Add(-time.Hour)
+	const rowsPerStmt, stmtsPerTx = 500, 10
+	for start, stop := first, first+n; start < stop; {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for s := 0; s < stmtsPerTx && start < stop; s++ {
+			end := min(stop, start+rowsPerStmt)
+			var q strings.Builder
+			q.WriteString(`INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq, event_type,
+				schema_version, payload, occurred_at, next_attempt_at) VALUES `)
+			args := make([]any, 0, (end-start)*8)
+			for i := start; i < end; i++ {
+				if i > start {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, 'order', ?, ?, 'order.updated', 1, ?, ?, ?)")
+				agg := aggName(i % aggregates)
+				at := base.Add(time.Duration(i-first) * time.Microsecond)
+				args = append(args, uuid.Must(uuid.NewV7()).String(), agg, i/aggregates+1,
+					benchPayload(agg, i, rnd), at, at)
+			}
+			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+				b.Fatalf("bulk load: %v", err)
+			}
+			start = end
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The counters the writer would have left, so the data is consistent.
+	if _, err := db.ExecContext(ctx, `INSERT INTO outbox_aggregates (aggregate_type, aggregate_id, last_seq)
+		SELECT aggregate_type, aggregate_id, MAX(aggregate_seq) FROM outbox_events GROUP BY aggregate_type, aggregate_id
+		ON DUPLICATE KEY UPDATE last_seq = VALUES(last_seq)`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// binlogSize is the total size of the server's binary logs, or -1 when
+// they cannot be read.
+func binlogSize(db *sql.DB) int64 {
+	rows, err := db.Query("SHOW BINARY LOGS")
+	if err != nil {
+		return -1
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var total int64
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil || len(vals) < 2 {
+			return -1
+		}
+		n, err := strconv.ParseInt(string(vals[1]), 10, 64)
+		if err != nil {
+			return -1
+		}
+		total += n
+	}
+	if rows.Err() != nil {
+		return -1
+	}
+	return total
+}
+
+// purgeBinlogs removes the binary logs before the current one, as root over
+// the stack's socket (the herald user may not). Without access it says so:
+// `make reset` wipes them, and binlog_expire_logs_seconds bounds them.
+func purgeBinlogs(b *testing.B) {
+	sock := "/var/tmp/herald-stack/mariadb/mariadb.sock"
+	out, err := exec.Command("mariadb", "--socket="+sock, "-uroot", "-e", "PURGE BINARY LOGS BEFORE NOW()").CombinedOutput()
+	if err != nil {
+		fmt.Printf("binlogs NOT purged (%v: %s); `make reset` wipes them\n", err, strings.TrimSpace(string(out)))
+		return
+	}
+	fmt.Println("binlogs purged (PURGE BINARY LOGS BEFORE NOW() as root over the stack's socket)")
+}
+
+type drainResult struct {
+	events  int
+	elapsed time.Duration
+	binlog  int64 // bytes, -1 unknown
+}
+
+func (r drainResult) report(b *testing.B, name string) {
+	rate := float64(r.events) / r.elapsed.Seconds()
+	b.ReportMetric(rate, "events/s")
+	line := fmt.Sprintf("%-10s %7d events in %8v: %7.0f events/s", name, r.events, r.elapsed.Round(time.Millisecond), rate)
+	if r.binlog >= 0 {
+		per := float64(r.binlog) / float64(r.events)
+		b.ReportMetric(per, "binlog-B/event")
+		line += fmt.Sprintf(", ROW binlog %.0f B/event (%.1f MB)", per, float64(r.binlog)/1e6)
+	}
+	fmt.Println(line)
+}
+
+func unpublished(b *testing.B, db *sql.DB) int {
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL").Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// claimStats counts what the relays' claims did (a relay.Observer).
+type claimStats struct {
+	mu                          sync.Mutex
+	claims, empty, leased, held int
+	steals, failed              int
+	claimTime, publishTime      time.Duration
+}
+
+func (s *claimStats) Claimed(c store.Claim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claims++
+	if len(c.Events) == 0 {
+		s.empty++
+	}
+	s.leased += len(c.Events)
+	s.held += c.Held
+	s.steals += c.Steals
+	s.claimTime += c.Duration
+}
+
+func (s *claimStats) PublishedBatch(d time.Duration, _ int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishTime += d
+}
+
+func (s *claimStats) Failed(string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed++
+}
+
+func (s *claimStats) Published(string, int32, int) {}
+func (s *claimStats) Settled(store.Settled)        {}
+
+func (s *claimStats) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%d claims (%d empty), %d events leased, %d held (parked), %d steals, %d failures; "+
+		"time in claims %v, in publishing %v (summed over relays)", s.claims, s.empty, s.leased, s.held, s.steals,
+		s.failed, s.claimTime.Round(time.Millisecond), s.publishTime.Round(time.Millisecond))
+}
+
+// benchHerald drains the backlog with n in-process relays.
+func benchHerald(b *testing.B, n int) {
+	brokers := testenv.KafkaBrokers(b)
+	d := testenv.NewHeraldDatabase(b)
+	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
+	bulkLoad(b, d.DB, 0, benchEvents, benchAggregates)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var relays []*relay.Relay
+	stats := &claimStats{}
+	for i := range n {
+		db, err := mysql.Open(ctx, d.DSN)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench",
+			DeliveryTimeout: relay.LeaseDefault * 2 / 3})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer producer.Close()
+		r, err := relay.New(relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
+			Logger: warnLogger(), Observer: stats}, mysql.NewStore(db), producer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		relays = append(relays, r)
+	}
+
+	b.ResetTimer()
+	binlog0 := binlogSize(d.DB)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, r := range relays {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Run(ctx) }()
+	}
+	deadline := start.Add(15 * time.Minute)
+	for unpublished(b, d.DB) > 0 {
+		if time.Now().After(deadline) {
+			b.Fatal("not drained in 15 minutes")
+		}
+		time.Sleep(100 * time.Millisecond) // a poll of the benchmark's own progress
+	}
+	elapsed := time.Since(start)
+	binlog1 := binlogSize(d.DB)
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	res := drainResult{events: benchEvents, elapsed: elapsed, binlog: -1}
+	if binlog0 >= 0 && binlog1 >= 0 {
+		res.binlog = binlog1 - binlog0
+	}
+	res.report(b, fmt.Sprintf("herald-%d", n))
+	fmt.Printf("           %v\n", stats)
+}
+
+// ReferenceClaimQuery is the claim of the specification's source material:
+// it orders by occurred_at (a filesort over the ready range) and does not
+// exclude rows leased by another relay.
+const referenceClaimQuery = `SELECT id, aggregate_id, event_type, schema_version, payload, occurred_at
+FROM outbox_events WHERE published_at IS NULL AND next_attempt_at <= NOW(6)
+ORDER BY occurred_at LIMIT 100 FOR UPDATE SKIP LOCKED`
+
+// benchReference runs the reference loop for referenceBudget: claim 100,
+// record the lease, commit, then for each event a synchronous produce and
+// its own UPDATE.
+func benchReference(b *testing.B) {
+	brokers := testenv.KafkaBrokers(b)
+	d := testenv.NewHeraldDatabase(b)
+	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
+	bulkLoad(b, d.DB, 0, benchEvents, benchAggregates)
+	ctx := context.Background()
+	// The same durability as herald's producer (acks=all, idempotent, lz4)
+	// but no linger: a synchronous send should not wait for company.
+	producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer producer.Close()
+
+	b.ResetTimer()
+	binlog0 := binlogSize(d.DB)
+	start := time.Now()
+	published := 0
+	for time.Since(start) < referenceBudget {
+		tx, err := d.DB.BeginTx(ctx, nil) // the server's default isolation, REPEATABLE READ
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := tx.QueryContext(ctx, referenceClaimQuery)
+		if err != nil {
+			b.Fatal(err)
+		}
+		type ev struct {
+			id, agg, typ string
+			version      uint16
+			payload      []byte
+			occurred     time.Time
+		}
+		var batch []ev
+		for rows.Next() {
+			var e ev
+			if err := rows.Scan(&e.id, &e.agg, &e.typ, &e.version, &e.payload, &e.occurred); err != nil {
+				b.Fatal(err)
+			}
+			batch = append(batch, e)
+		}
+		if err := rows.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if len(batch) == 0 {
+			tx.Rollback()
+			break
+		}
+		placeholders := strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")
+		args := []any{"reference"}
+		for _, e := range batch {
+			args = append(args, e.id)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_events SET locked_at = NOW(6), locked_by = ?, attempts = attempts + 1
+			WHERE id IN (`+placeholders+`)`, args...); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range batch {
+			value, err := envelope.Encode(envelope.Envelope{EventID: e.id, Type: e.typ, Version: e.version, OccurredAt: e.occurred, Data: e.payload})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec := &kgo.Record{Key: []byte(e.agg), Value: value,
+				Headers: []kgo.RecordHeader{{Key: envelope.HeaderEventID, Value: []byte(e.id)}}}
+			if err := producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := d.DB.ExecContext(ctx, "UPDATE outbox_events SET published_at = NOW(6) WHERE id = ?", e.id); err != nil {
+				b.Fatal(err)
+			}
+			published++
+		}
+	}
+	elapsed := time.Since(start)
+	binlog1 := binlogSize(d.DB)
+	b.StopTimer()
+	res := drainResult{events: published, elapsed: elapsed, binlog: -1}
+	if binlog0 >= 0 && binlog1 >= 0 {
+		res.binlog = binlog1 - binlog0
+	}
+	res.report(b, "reference")
+	fmt.Printf("           (the first %d events of a %d-event backlog, %v budget)\n", published, benchEvents, referenceBudget)
+}
+
+// benchClaim times store/mysql Claim (500 events, herald's default batch)
+// over a backlog of the given size. Each claimed batch is then marked
+// published and, for the small backlog, replaced by as many new events, so
+// every measured claim sees the same backlog; neither is timed.
+func benchClaim(b *testing.B, backlog int) {
+	const (
+		warmup     = 5
+		samples    = 50
+		refSamples = 3
+		limit      = relay.BatchSizeDefault
+	)
+	d := testenv.NewHeraldDatabase(b)
+	loadStart := time.Now()
+	bulkLoad(b, d.DB, 0, backlog, benchAggregates)
+	fmt.Printf("claim/backlog-%d: loaded in %v\n", backlog, time.Since(loadStart).Round(time.Second))
+	if _, err := d.DB.Exec("ANALYZE TABLE outbox_events"); err != nil {
+		b.Fatal(err)
+	}
+	st := mysql.NewStore(d.DB)
+	ctx := context.Background()
+	loaded := backlog
+
+	var times []time.Duration
+	var refTimes []time.Duration
+	b.ResetTimer()
+	for i := range warmup + samples {
+		// The reference query on the same backlog, for contrast, a few
+		// times (rolled back: it leases nothing; on a large backlog it
+		// sorts and locks the whole ready range, which takes a while).
+		if i >= warmup && len(refTimes) < refSamples {
+			refTimes = append(refTimes, timeReferenceQuery(b, d.DB))
+		}
+		t0 := time.Now()
+		c, err := st.Claim(ctx, store.ClaimRequest{RelayID: "bench", Limit: limit, Lease: time.Minute, Policy: store.OrderHold})
+		elapsed := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(c.Events) == 0 {
+			b.Fatalf("claim %d leased nothing (held %d)", i, c.Held)
+		}
+		if i >= warmup {
+			times = append(times, elapsed)
+		}
+		ids := make([]string, len(c.Events))
+		for j, e := range c.Events {
+			ids[j] = e.ID
+		}
+		if _, err := st.Settle(ctx, c.Lease, store.Outcome{Published: ids}, store.OrderHold); err != nil {
+			b.Fatal(err)
+		}
+		if backlog < 100_000 {
+			bulkLoad(b, d.DB, loaded, len(c.Events), benchAggregates)
+			loaded += len(c.Events)
+		}
+	}
+	b.StopTimer()
+	p50, p95 := percentile(times, 50), percentile(times, 95)
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms")
+	fmt.Printf("claim/backlog-%d: Claim(%d) p50 %v, p95 %v, max %v over %d claims; reference query (LIMIT 100) median %v of %d\n",
+		backlog, limit, p50, p95, slices.Max(times), len(times), percentile(refTimes, 50), len(refTimes))
+}
+
+// timeReferenceQuery runs the reference claim query in a transaction it
+// rolls back, and says how long the query took.
+func timeReferenceQuery(b *testing.B, db *sql.DB) time.Duration {
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	start := time.Now()
+	rows, err := tx.QueryContext(ctx, referenceClaimQuery)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	rows.Close()
+	return time.Since(start)
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)].Round(10 * time.Microsecond)
+}
+
+func warnLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
