@@ -90,8 +90,11 @@ func StartProcess(t testing.TB, opts ProcessOptions) *Process {
 			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("--- output of %s (pid %d, %s), first and last lines ---\n%s\n...\n%s",
-				p.Name, p.Pid(), p.LogPath, p.Head(10), p.Tail(30))
+			out := p.Log()
+			if n := strings.Count(out, "\n"); n > 40 {
+				out = fmt.Sprintf("%s\n... (%d lines) ...\n%s", p.Head(10), n-40, p.Tail(30))
+			}
+			t.Logf("--- output of %s (pid %d, %s) ---\n%s", p.Name, p.Pid(), p.LogPath, out)
 		}
 	})
 	return p
