@@ -40,8 +40,9 @@ type death struct {
 // times — after Kafka acknowledged a batch but before it was marked
 // (relay.after_ack_before_mark=crash@2), right after a claim committed
 // (relay.after_claim=crash@3), and by a plain SIGKILL from the test while
-// the process holds a lease. A supervisor restarts each slot under a new
-// relay id. With a 2s lease, the rows a dead relay held are taken over by
+// the process holds a lease (its batches stall 300ms before producing, so
+// the test catches one). A supervisor restarts each slot under a new relay
+// id, and writers keep adding events until all six deaths happened. With a 2s lease, the rows a dead relay held are taken over by
 // another lease (attempts >= 2, locked_by another relay) and published;
 // kcat finds nothing lost and every aggregate in order.
 func TestKilledRelaysLoseNothing(t *testing.T) {
@@ -56,7 +57,9 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 	slots := []*slot{
 		{name: "ack", failpoints: []string{"relay.after_ack_before_mark=crash@2", "relay.after_ack_before_mark=crash@2"}},
 		{name: "claim", failpoints: []string{"relay.after_claim=crash@3", "relay.after_claim=crash@3"}},
-		{name: "kill", killBusy: 2},
+		// A short stall before producing keeps each batch of this slot's
+		// first incarnations leased long enough for the test to catch it.
+		{name: "kill", killBusy: 2, failpoints: []string{"relay.before_publish=sleep(300ms)", "relay.before_publish=sleep(300ms)"}},
 	}
 	start := func(s *slot) {
 		s.incarnation++
@@ -71,7 +74,9 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lw := e.startLiveWriter(ctx, aggregates, 500)
+	// Writers keep adding events until every planned death happened, so
+	// the relays never run out of batches to die in.
+	writers := []*liveWriter{e.startLiveWriter(ctx, aggregates, 500)}
 
 	// leasedBy lists the unpublished rows a relay id holds: for a dead
 	// relay, the batch it was working on.
@@ -86,8 +91,8 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 				s.proc.Kill(t)
 				deaths = append(deaths, death{relayID: s.id(), how: "SIGKILL by the test while holding a lease"})
 			} else if s.proc.Exited() {
-				if s.incarnation > len(s.failpoints) {
-					t.Fatalf("%s exited (%v) without a failpoint\n%s", s.id(), s.proc.Exit(), s.proc.Tail(20))
+				if s.incarnation > len(s.failpoints) || s.killBusy > 0 {
+					t.Fatalf("%s exited (%v), unplanned\n%s", s.id(), s.proc.Exit(), s.proc.Tail(20))
 				}
 				exit := s.proc.Exit()
 				if exit.Signal != syscall.SIGKILL {
@@ -105,15 +110,24 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 			deaths[len(deaths)-1].orphans = leasedBy(s.id())
 			start(s)
 		}
+		lw := writers[len(writers)-1]
 		select {
 		case <-lw.done:
 		default:
-			return false, "writer still writing"
+			return false, fmt.Sprintf("%d deaths, writer still writing", len(deaths))
+		}
+		if len(deaths) < 6 {
+			writers = append(writers, e.startLiveWriter(ctx, aggregates, 500))
+			return false, fmt.Sprintf("%d deaths", len(deaths))
 		}
 		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
-		return len(deaths) >= 6 && n == 0, fmt.Sprintf("%d deaths, %d unpublished", len(deaths), n)
+		return n == 0, fmt.Sprintf("%d deaths, %d unpublished", len(deaths), n)
 	})
-	_, rolledBack := lw.wait(t)
+	var rolledBack []string
+	for _, lw := range writers {
+		_, rb := lw.wait(t)
+		rolledBack = append(rolledBack, rb...)
+	}
 	t.Logf("drained in %v with %d relay deaths", time.Since(began).Round(time.Millisecond), len(deaths))
 	var live []*testenv.Process
 	for _, s := range slots {
