@@ -38,7 +38,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // createAppliedTable makes the table the test handler writes to. It has no
 // unique key on purpose: a second application of an event would show up as
 // a second row, not as an error.
-func createAppliedTable(t *testing.T, db *sql.DB) {
+func createAppliedTable(t testing.TB, db *sql.DB) {
 	t.Helper()
 	_, err := db.Exec(`CREATE TABLE applied (
 		id BIGINT AUTO_INCREMENT PRIMARY KEY,
