@@ -50,35 +50,41 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 	for i := range values {
 		_, values[i] = orderCreated(t, int64(i+1))
 	}
-	produced := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for start := 0; start < events; start += 1000 {
+	// produce sends events [from, to) in the background.
+	produce := func(from, to int) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
 			var batch []*kgo.Record
-			for i := start; i < start+1000; i++ {
+			for i := from; i < to; i++ {
 				batch = append(batch, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i + 1)), Value: values[i]})
 			}
-			if err := producer.ProduceSync(ctx, batch...).FirstErr(); err != nil {
-				produced <- err
-				return
-			}
-		}
-		produced <- nil
-	}()
+			done <- producer.ProduceSync(ctx, batch...).FirstErr()
+		}()
+		return done
+	}
+	firstHalf := produce(0, events/2)
 
 	applied := func() int64 { return countRows(t, db.DB, "SELECT COUNT(*) FROM applied") }
 	eventually(t, 2*time.Minute, "2,000 events applied by the first instance", func() bool { return applied() >= 2000 })
 
+	// The second instance joins while the first half is still being
+	// consumed; the second half is produced once it owns partitions, so it
+	// surely has work.
 	b := newInstance("b", 20)
 	stopB := startConsumer(t, b)
+	eventually(t, time.Minute, "the second instance to be assigned partitions", func() bool { return len(b.Stats().Assigned) > 0 })
+	secondHalf := produce(events/2, events)
 	eventually(t, time.Minute, "the second instance to apply events", func() bool {
-		return countRows(t, db.DB, "SELECT COUNT(*) FROM applied WHERE consumer = 'b'") >= 500
+		return countRows(t, db.DB, "SELECT COUNT(*) FROM applied WHERE consumer = 'b'") >= 200
 	})
-	stopB()
+	stopB() // leaves the group: the first instance takes its partitions back
 	atLeave := applied()
-	if err := <-produced; err != nil {
-		t.Fatalf("produce: %v", err)
+	for _, done := range []<-chan error{firstHalf, secondHalf} {
+		if err := <-done; err != nil {
+			t.Fatalf("produce: %v", err)
+		}
 	}
 
 	adm := testenv.NewAdmin(t, brokers)
