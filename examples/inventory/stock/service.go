@@ -86,6 +86,9 @@ type Config struct {
 	// HTTPClient calls the warehouse. Defaults to a client with a 5 s
 	// timeout.
 	HTTPClient *http.Client
+	// Routes, if set, adds handlers (such as /metrics) to the mux that
+	// serves /healthz and /stats on Addr. Defaults to nil.
+	Routes func(mux *http.ServeMux)
 	// Observer receives the inbox's outcomes. Defaults to none.
 	Observer inbox.Observer
 	// Logger defaults to slog.Default().
@@ -283,6 +286,9 @@ func (s *Service) httpHandler() http.Handler {
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	})
+	if s.cfg.Routes != nil {
+		s.cfg.Routes(mux)
+	}
 	return mux
 }
 
