@@ -93,7 +93,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			rp, err := relay.NewReplayer(relay.ReplayConfig{
 				Checkpoint: checkpoint, Selection: sel, Topics: routes, Rate: rateLimit,
 				ResumeSavedRange: isDuration(from) || isDuration(to),
-				TopicFor: func(live string) string { return live + suffix },
+				TopicFor:         func(live string) string { return live + suffix },
 				Progress: func(n int64) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
 						float64(n)/max(time.Since(start).Seconds(), 0.001))
