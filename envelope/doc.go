@@ -12,4 +12,19 @@
 // Compatibility rules: fields are only added, never removed or renamed;
 // consumers ignore fields they do not know and parse data by (type, version).
 // Money is a decimal string ("19.98"), never a float.
+//
+// Consumers decode with a Registry, which dispatches on (type, version):
+//
+//	reg := envelope.NewRegistry()
+//	envelope.Register[OrderCreatedV1](reg, "order.created", 1)
+//
+//	ev, err := reg.Decode(record.Value)
+//	switch envelope.ErrorClass(err) {
+//	case "": // ev.Payload is an OrderCreatedV1
+//	case envelope.ClassUnsupportedVersion: // a newer producer: dead-letter it
+//	}
+//
+// Every error of Decode is a *DecodeError wrapping one of ErrMalformed,
+// ErrMissingID, ErrMissingType, ErrMissingVersion, ErrUnknownType or
+// ErrUnsupportedVersion. docs/contracts.md is the contract in prose.
 package envelope

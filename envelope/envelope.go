@@ -58,7 +58,8 @@ func Encode(e Envelope) ([]byte, error) {
 }
 
 // Parse decodes an envelope, ignoring fields it does not know, and checks
-// that it names an event id, a type and a version.
+// that it names an event id (a UUID in its 36-character form), a type and a
+// version.
 func Parse(b []byte) (Envelope, error) {
 	var e Envelope
 	if err := json.Unmarshal(b, &e); err != nil {
@@ -67,6 +68,10 @@ func Parse(b []byte) (Envelope, error) {
 	switch {
 	case e.EventID == "":
 		return Envelope{}, ErrMissingID
+	case !isUUID(e.EventID):
+		// Consumers key their inbox on the id (CHAR(36)): anything else
+		// could not be deduplicated reliably.
+		return Envelope{}, fmt.Errorf("%w: event_id %.40q is not a UUID", ErrMalformed, e.EventID)
 	case e.Type == "":
 		return Envelope{}, ErrMissingType
 	case e.Version == 0:
@@ -75,4 +80,26 @@ func Parse(b []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%w: no data", ErrMalformed)
 	}
 	return e, nil
+}
+
+// isUUID reports whether s is a UUID in its canonical 36-character form
+// (8-4-4-4-12 hexadecimal digits), in either case.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }

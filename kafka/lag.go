@@ -42,50 +42,31 @@ func EndOffsets(ctx context.Context, adm *kadm.Client, topics ...string) ([]Part
 	return out, firstErr
 }
 
-// PartitionLag is how far a consumer group is behind on one partition.
-type PartitionLag struct {
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed_offset"`
-	End       int64  `json:"end_offset"`
-	// Lag is End - Committed (everything, when nothing is committed).
-	Lag int64 `json:"lag"`
-}
-
-// GroupLags returns the lag of groups on every partition they consume;
-// with no groups named, of every group the cluster knows that consumes one
-// of topics (all groups when topics is empty).
+// GroupLags returns the lag of groups on every partition of topics; with no
+// groups named, of every group the cluster knows that has committed an
+// offset on one of topics.
 func GroupLags(ctx context.Context, adm *kadm.Client, groups []string, topics ...string) ([]PartitionLag, error) {
-	if len(groups) == 0 {
+	named := len(groups) > 0
+	if !named {
 		listed, err := adm.ListGroups(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list groups: %w", err)
 		}
 		groups = listed.Groups()
-	}
-	if len(groups) == 0 {
-		return nil, nil
-	}
-	lags, err := adm.Lag(ctx, groups...)
-	if err != nil {
-		return nil, fmt.Errorf("group lag: %w", err)
-	}
-	wanted := map[string]bool{}
-	for _, t := range topics {
-		wanted[t] = true
+		sort.Strings(groups)
 	}
 	var out []PartitionLag
-	for _, g := range lags.Sorted() {
-		if err := g.Error(); err != nil {
-			return nil, fmt.Errorf("lag of group %s: %w", g.Group, err)
+	for _, g := range groups {
+		_, lags, err := GroupLag(ctx, adm, g, topics...)
+		if err != nil {
+			return nil, err
 		}
-		for _, l := range g.Lag.Sorted() {
-			if len(wanted) > 0 && !wanted[l.Topic] {
-				continue
-			}
-			out = append(out, PartitionLag{Group: g.Group, Topic: l.Topic, Partition: l.Partition,
-				Committed: l.Commit.At, End: l.End.Offset, Lag: l.Lag})
+		reads := named
+		for _, l := range lags {
+			reads = reads || l.Committed >= 0
+		}
+		if reads {
+			out = append(out, lags...)
 		}
 	}
 	return out, nil

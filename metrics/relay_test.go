@@ -139,9 +139,14 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 		<-done
 	})
 
+	// The observer hears of a batch before its outcome is committed: wait
+	// for the database to agree as well.
 	waitFor(t, "6 events published and the poison event quarantined", func() bool {
+		metrics.SampleBacklog(ctx, backlog)
 		return gather(t, reg, "herald_relay_quarantined_total", nil) == 1 &&
-			sumSeries(t, reg, "herald_relay_published_total") == 6
+			sumSeries(t, reg, "herald_relay_published_total") == 6 &&
+			gather(t, reg, "herald_outbox_events", map[string]string{"state": "quarantined"}) == 1 &&
+			gather(t, reg, "herald_outbox_events", map[string]string{"state": "leased"}) == 0
 	})
 	// Kafka refuses the whole partition batch, so the poison event's first
 	// failure may take innocent records along; they succeed when retried,

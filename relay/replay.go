@@ -23,7 +23,7 @@ const (
 // ReplayStore is what a replay needs from the database.
 type ReplayStore interface {
 	ReplayPage(ctx context.Context, sel mysql.ReplaySelection, pos mysql.ReplayPosition, limit int) ([]store.Event, error)
-	LoadReplayCheckpoint(ctx context.Context, name string, sel mysql.ReplaySelection) (mysql.ReplayCheckpoint, error)
+	LoadReplayCheckpoint(ctx context.Context, name string, sel mysql.ReplaySelection, savedRange bool) (mysql.ReplayCheckpoint, error)
 	SaveReplayCheckpoint(ctx context.Context, cp mysql.ReplayCheckpoint, finished bool) error
 }
 
@@ -34,6 +34,10 @@ type ReplayConfig struct {
 	Checkpoint string
 	// Selection chooses the events. Required.
 	Selection mysql.ReplaySelection
+	// ResumeSavedRange resumes an existing checkpoint with the time range it
+	// was saved with (for ranges given relative to now). Defaults to false:
+	// the range must match.
+	ResumeSavedRange bool
 	// Topics routes aggregate types to their live topics, as the relay's
 	// Config.Topics. Defaults to TopicsDefault.
 	Topics map[string]string
@@ -88,7 +92,7 @@ func NewReplayer(cfg ReplayConfig, st ReplayStore, producer *kgo.Client) (*Repla
 // checkpoint then lets a new run resume) and returns how many records this
 // run produced.
 func (r *Replayer) Run(ctx context.Context) (int64, error) {
-	cp, err := r.store.LoadReplayCheckpoint(ctx, r.cfg.Checkpoint, r.cfg.Selection)
+	cp, err := r.store.LoadReplayCheckpoint(ctx, r.cfg.Checkpoint, r.cfg.Selection, r.cfg.ResumeSavedRange)
 	if err != nil {
 		return 0, err
 	}

@@ -36,7 +36,8 @@ Records keep their event ids, keys and per-aggregate order, so a consumer
 group reading the replay topic deduplicates against its inbox.
 
 At most --rate records per second. Progress is saved under --checkpoint after
-every acknowledged page: running the same command again resumes; a finished
+every acknowledged page: running the same command again resumes (with the
+time range saved at the start when --from/--to are durations); a finished
 replay does nothing. Use a new checkpoint name for a new replay.
 
 Consumer-side replay (a new consumer group from a timestamp) is an option of
@@ -91,7 +92,8 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			start := time.Now()
 			rp, err := relay.NewReplayer(relay.ReplayConfig{
 				Checkpoint: checkpoint, Selection: sel, Topics: routes, Rate: rateLimit,
-				TopicFor: func(live string) string { return live + suffix },
+				ResumeSavedRange: isDuration(from) || isDuration(to),
+				TopicFor:         func(live string) string { return live + suffix },
 				Progress: func(n int64) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
 						float64(n)/max(time.Since(start).Seconds(), 0.001))
@@ -126,6 +128,12 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 	env["topic"] = "HERALD_TOPICS"
 	env.bind(cmd)
 	return cmd
+}
+
+// isDuration says whether a --from/--to value is relative to now.
+func isDuration(v string) bool {
+	_, err := time.ParseDuration(v)
+	return err == nil
 }
 
 // ensureReplayTopic creates the replay topic with the live topic's

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-const mask = "***"
+const mask = "REDACTED"
 
 var patterns = []struct {
 	re   *regexp.Regexp
@@ -20,11 +20,11 @@ var patterns = []struct {
 	// HTTP-style credentials: Bearer / Basic tokens
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]+`), "${1} " + mask},
 	// key=value and key: value pairs whose key names a secret
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.\-]*(password|passwd|pwd|secret|token|api[_\-]?key|credentials?|sasl[_.\-]?[a-z]*)"?)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&)]+)`), "${1}${3}" + mask},
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.\-]*(password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|credentials?|sasl[_.\-]?[a-z]*)"?)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&)]+)`), "${1}${3}" + mask},
 }
 
 // Secrets returns s with DSN passwords, URL passwords, bearer and basic
-// tokens, and password=/secret=/token= style values replaced by ***.
+// tokens, and password=/secret=/token= style values replaced by REDACTED.
 func Secrets(s string) string {
 	for _, p := range patterns {
 		s = p.re.ReplaceAllString(s, p.repl)

@@ -120,8 +120,10 @@ var ErrCheckpointMismatch = errors.New("checkpoint belongs to a different select
 
 // LoadReplayCheckpoint returns the checkpoint called name, or a fresh one
 // for sel when there is none. A checkpoint saved for another selection is
-// refused.
-func (s *Store) LoadReplayCheckpoint(ctx context.Context, name string, sel ReplaySelection) (ReplayCheckpoint, error) {
+// refused; with savedRange, its time range is taken as it was saved (the
+// caller gave the range relative to "now", which moved since), and only the
+// filters must match.
+func (s *Store) LoadReplayCheckpoint(ctx context.Context, name string, sel ReplaySelection, savedRange bool) (ReplayCheckpoint, error) {
 	cp := ReplayCheckpoint{Name: name, Selection: sel}
 	var selJSON, posType, posID string
 	var posSeq uint64
@@ -138,6 +140,10 @@ func (s *Store) LoadReplayCheckpoint(ctx context.Context, name string, sel Repla
 	var saved ReplaySelection
 	if err := json.Unmarshal([]byte(selJSON), &saved); err != nil {
 		return cp, fmt.Errorf("load replay checkpoint %s: %w", name, err)
+	}
+	if savedRange {
+		sel.From, sel.To = saved.From, saved.To
+		cp.Selection = sel
 	}
 	if !sameSelection(saved, sel) {
 		return cp, fmt.Errorf("%w: %q was saved for %s", ErrCheckpointMismatch, name, selJSON)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/herald-outbox/herald/examples/contract"
 )
 
 // Order statuses.
@@ -20,20 +22,18 @@ const (
 	// aggregate id is the order id in decimal.
 	AggregateType = "order"
 	// EventOrderCreated is written with a new order.
-	EventOrderCreated = "order.created"
+	EventOrderCreated = contract.TypeOrderCreated
 	// EventOrderCancelled is written when an order is cancelled.
-	EventOrderCancelled = "order.cancelled"
+	EventOrderCancelled = contract.TypeOrderCancelled
 	// EventSchemaVersion is the version of EventPayload's shape.
 	EventSchemaVersion = 1
 )
 
 // Item is one line of an order, as the API answers it and as events carry
-// it. UnitPrice is a decimal string with two decimals ("9.99").
-type Item struct {
-	SKU       string `json:"sku"`
-	Quantity  int64  `json:"quantity"`
-	UnitPrice string `json:"unit_price"`
-}
+// it. UnitPrice is a decimal string with two decimals ("9.99"). It is the
+// wire contract's type (examples/contract), so producer and consumers
+// cannot drift apart.
+type Item = contract.OrderItem
 
 // Order is the answer of GET /orders/{id}. Money is a decimal string with
 // two decimals; times are UTC.
@@ -49,13 +49,10 @@ type Order struct {
 
 // EventPayload is the data of order.created and order.cancelled (schema
 // version 1): the whole order as it was, so a consumer can reserve or
-// release stock from the event alone.
-type EventPayload struct {
-	OrderID     int64  `json:"order_id"`
-	CustomerID  int64  `json:"customer_id"`
-	Items       []Item `json:"items"`
-	TotalAmount string `json:"total_amount"`
-}
+// release stock from the event alone. Both versions 1 share this shape
+// (contract.OrderCreatedV1 and OrderCancelledV1, pinned by the golden files
+// in envelope/testdata).
+type EventPayload = contract.OrderCreatedV1
 
 // OrderResponse is the answer of POST /orders (201) and of
 // POST /orders/{id}/cancel (200).

@@ -1,0 +1,88 @@
+package stock
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herald-outbox/herald/internal/localstack"
+)
+
+// Env is the inventory binary's configuration, read from HERALD_*
+// variables (see the command's documentation for the list).
+type Env struct {
+	// DSN is the inventory's database.
+	DSN string
+	// Seed is the stock created at start for SKUs that have none.
+	Seed map[string]int64
+	// Config is the service's configuration, without DB.
+	Config Config
+}
+
+// SeedDefault creates SKU-1 .. SKU-20 with 1,000,000 units each.
+func SeedDefault() map[string]int64 {
+	m := map[string]int64{}
+	for i := 1; i <= 20; i++ {
+		m[fmt.Sprintf("SKU-%d", i)] = DefaultStockDefault
+	}
+	return m
+}
+
+// EnvFrom reads Env with getenv (os.Getenv in the binary); an invalid value
+// is an error naming its variable.
+func EnvFrom(getenv func(string) string) (Env, error) {
+	e := Env{DSN: localstack.MySQLDSN(), Seed: SeedDefault()}
+	if v := getenv("HERALD_MYSQL_DSN"); v != "" {
+		e.DSN = v
+	}
+	c := &e.Config
+	c.Brokers = localstack.SplitBrokers(localstack.KafkaBrokersDefault)
+	if v := getenv("HERALD_KAFKA_BROKERS"); v != "" {
+		c.Brokers = localstack.SplitBrokers(v)
+	}
+	if v := getenv("HERALD_INVENTORY_TOPICS"); v != "" {
+		c.Topics = localstack.SplitBrokers(v) // the same comma-separated list syntax
+	}
+	c.ConsumerName = getenv("HERALD_INVENTORY_CONSUMER")
+	c.Group = getenv("HERALD_INVENTORY_GROUP")
+	c.WarehouseURL = getenv("HERALD_WAREHOUSE_URL")
+	c.Addr = getenv("HERALD_INVENTORY_ADDR")
+
+	var err error
+	parse := func(name string, fn func(string) error) {
+		if v := getenv(name); v != "" && err == nil {
+			if perr := fn(v); perr != nil {
+				err = fmt.Errorf("%s=%q: %v", name, v, perr)
+			}
+		}
+	}
+	parse("HERALD_INVENTORY_BATCH_SIZE", func(v string) (err error) { c.BatchSize, err = strconv.Atoi(v); return })
+	parse("HERALD_INVENTORY_DEFAULT_STOCK", func(v string) (err error) { c.DefaultStock, err = strconv.ParseInt(v, 10, 64); return })
+	parse("HERALD_INVENTORY_AUTO_PROVISION", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		c.DisableAutoProvision = !on
+		return err
+	})
+	parse("HERALD_INVENTORY_SWEEP_INTERVAL", func(v string) (err error) { c.SweepInterval, err = time.ParseDuration(v); return })
+	parse("HERALD_INVENTORY_SWEEP_GRACE", func(v string) (err error) { c.SweepGrace, err = time.ParseDuration(v); return })
+	parse("HERALD_INVENTORY_SESSION_TIMEOUT", func(v string) (err error) { c.SessionTimeout, err = time.ParseDuration(v); return })
+	parse("HERALD_INVENTORY_START_AT", func(v string) (err error) { c.StartAt, err = time.Parse(time.RFC3339Nano, v); return })
+	parse("HERALD_INVENTORY_RATE_LIMIT", func(v string) (err error) { c.RateLimit, err = strconv.ParseFloat(v, 64); return })
+	parse("HERALD_INVENTORY_SEED", func(v string) error {
+		e.Seed = map[string]int64{}
+		for _, item := range strings.Split(v, ",") {
+			sku, n, ok := strings.Cut(strings.TrimSpace(item), "=")
+			q, perr := strconv.ParseInt(n, 10, 64)
+			if !ok || sku == "" || perr != nil || q < 0 {
+				return fmt.Errorf("want SKU=QUANTITY[,SKU=QUANTITY...], got %q", item)
+			}
+			e.Seed[sku] = q
+		}
+		return nil
+	})
+	if err != nil {
+		return Env{}, err
+	}
+	return e, nil
+}

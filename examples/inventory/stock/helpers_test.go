@@ -1,0 +1,335 @@
+package stock_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/examples/contract"
+	"github.com/herald-outbox/herald/examples/inventory/stock"
+	"github.com/herald-outbox/herald/examples/warehouse/server"
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/kafka"
+)
+
+func quietLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// fixture is what every inventory test needs: the inventory's database, a
+// topic, and a real warehouse service on its own database.
+type fixture struct {
+	db        *testenv.Database
+	brokers   []string
+	topic     string
+	group     string
+	adm       *kadm.Client
+	warehouse *httptest.Server
+	producer  *kgo.Client
+}
+
+func newFixture(t *testing.T, partitions int32) *fixture {
+	t.Helper()
+	f := &fixture{db: testenv.NewHeraldDatabase(t), brokers: testenv.KafkaBrokers(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := stock.Migrations.Up(ctx, f.db.DB); err != nil {
+		t.Fatal(err)
+	}
+	f.topic = testenv.NewTopic(t, f.brokers, testenv.TopicOptions{Partitions: partitions})
+	f.group = f.topic + "-inventory"
+	f.adm = testenv.NewAdmin(t, f.brokers)
+	deleteTopicAtCleanup(t, f.adm, kafka.DLQTopicName(f.topic, stock.ConsumerNameDefault))
+
+	whDB := testenv.NewDatabase(t)
+	if _, err := server.Migrations.Up(ctx, whDB.DB); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := server.New(server.Config{DB: whDB.DB, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.warehouse = httptest.NewServer(wh.Handler())
+	t.Cleanup(f.warehouse.Close)
+
+	f.producer, err = kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.producer.Close)
+	return f
+}
+
+func deleteTopicAtCleanup(t *testing.T, adm *kadm.Client, topic string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		adm.DeleteTopic(ctx, topic)
+	})
+}
+
+// event returns an envelope of typ v1 for an order of items and its id.
+func event(t *testing.T, typ string, orderID int64, items ...contract.OrderItem) (string, []byte) {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	var data []byte
+	var err error
+	if typ == contract.TypeOrderCreated {
+		data, err = json.Marshal(contract.OrderCreatedV1{OrderID: orderID, CustomerID: 42, Items: items, TotalAmount: "19.98"})
+	} else {
+		data, err = json.Marshal(contract.OrderCancelledV1{OrderID: orderID, CustomerID: 42, Items: items, TotalAmount: "19.98"})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := envelope.Encode(envelope.Envelope{EventID: id, Type: typ, Version: 1, OccurredAt: time.Now(), Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, b
+}
+
+func (f *fixture) produce(t *testing.T, key string, values ...[]byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var recs []*kgo.Record
+	for _, v := range values {
+		recs = append(recs, &kgo.Record{Topic: f.topic, Key: []byte(key), Value: v})
+	}
+	if err := f.producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+func (f *fixture) warehouseStats(t *testing.T) server.Stats {
+	t.Helper()
+	var st server.Stats
+	getJSON(t, f.warehouse.URL+"/stats", &st)
+	return st
+}
+
+func (f *fixture) lag(t *testing.T) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	total, _, err := kafka.GroupLag(ctx, f.adm, f.group, f.topic)
+	if err != nil {
+		t.Logf("lag: %v", err)
+		return -1
+	}
+	return total
+}
+
+func (f *fixture) count(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	return queryInt(t, f.db.DB, query, args...)
+}
+
+func queryInt(t *testing.T, db *sql.DB, query string, args ...any) int64 {
+	t.Helper()
+	var n sql.NullInt64
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n.Int64
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
+
+// runService runs an in-process inventory service until t ends.
+func runService(t *testing.T, f *fixture, cfg stock.Config) *stock.Service {
+	t.Helper()
+	cfg.DB = f.db.DB
+	cfg.Brokers = f.brokers
+	cfg.Topics = []string{f.topic}
+	cfg.Group = f.group
+	cfg.WarehouseURL = f.warehouse.URL
+	cfg.Addr = "-"
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = 100 * time.Millisecond
+	}
+	cfg.Logger = quietLogger()
+	svc, err := stock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("Run did not return within a minute of cancel")
+		}
+	})
+	return svc
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// inventoryBinary builds ./examples/inventory once per test process.
+func inventoryBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-inventory-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "inventory")
+		cmd := exec.Command("go", "build", "-o", binary, "./examples/inventory")
+		cmd.Dir = testenv.RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = err
+			binary = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build inventory: %v\n%s", buildErr, binary)
+	}
+	return binary
+}
+
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// process is a running inventory binary.
+type process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startInventory runs the inventory binary against f with extra
+// environment; it is killed when t ends if it still runs.
+func startInventory(t *testing.T, f *fixture, extra ...string) *process {
+	t.Helper()
+	cmd := exec.Command(inventoryBinary(t))
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HERALD_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env,
+		"HERALD_MYSQL_DSN="+f.db.DSN,
+		"HERALD_KAFKA_BROKERS="+strings.Join(f.brokers, ","),
+		"HERALD_INVENTORY_TOPICS="+f.topic,
+		"HERALD_INVENTORY_GROUP="+f.group,
+		"HERALD_WAREHOUSE_URL="+f.warehouse.URL,
+		"HERALD_INVENTORY_SESSION_TIMEOUT=6s",
+		"HERALD_INVENTORY_SWEEP_INTERVAL=100ms",
+		"HERALD_INVENTORY_SWEEP_GRACE=100ms",
+	)
+	cmd.Env = append(cmd.Env, extra...)
+	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("inventory output:\n%s", p.out.String())
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit.
+func (p *process) wait(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		t.Fatalf("inventory still runs after %s\n%s", timeout, p.out.String())
+	}
+}

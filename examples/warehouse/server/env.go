@@ -1,0 +1,35 @@
+package server
+
+import (
+	"github.com/herald-outbox/herald/internal/localstack"
+)
+
+// Environment variables the warehouse binary reads.
+const (
+	// EnvAddr is the listen address. Defaults to 127.0.0.1:8081.
+	EnvAddr = "HERALD_WAREHOUSE_ADDR"
+	// EnvMySQLDSN is the warehouse's database. Defaults to HERALD_MYSQL_DSN,
+	// then the local stack's.
+	EnvMySQLDSN = "HERALD_WAREHOUSE_MYSQL_DSN"
+)
+
+// Env is the binary's configuration, read from the environment.
+type Env struct {
+	Addr string
+	DSN  string
+}
+
+// EnvFrom reads Env with getenv (os.Getenv in the binary).
+func EnvFrom(getenv func(string) string) Env {
+	e := Env{Addr: getenv(EnvAddr), DSN: getenv(EnvMySQLDSN)}
+	if e.Addr == "" {
+		e.Addr = AddrDefault
+	}
+	if e.DSN == "" {
+		e.DSN = getenv("HERALD_MYSQL_DSN")
+	}
+	if e.DSN == "" {
+		e.DSN = localstack.MySQLDSNDefault
+	}
+	return e
+}

@@ -1,0 +1,203 @@
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/kafka"
+)
+
+// Defaults of Config.
+const (
+	// BatchSizeDefault is Config.BatchSize's default: one record per
+	// transaction.
+	BatchSizeDefault = 1
+	// MaxAttemptsDefault is Config.MaxAttempts's default.
+	MaxAttemptsDefault = 5
+	// RetryBackoffDefault is Config.RetryBackoff's default.
+	RetryBackoffDefault = 100 * time.Millisecond
+	// RetryBackoffMaxDefault is Config.RetryBackoffMax's default.
+	RetryBackoffMaxDefault = 5 * time.Second
+	// TxTimeoutDefault is Config.TxTimeout's default.
+	TxTimeoutDefault = 30 * time.Second
+	// ConsumerNameMaxLen is the length of consumed_events.consumer_name.
+	ConsumerNameMaxLen = 128
+)
+
+// consumerNamePattern keeps a consumer name usable inside a Kafka topic name
+// (the default dead-letter topic) and a metric label.
+var consumerNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Registry and
+// Handler are required; zero values elsewhere mean defaults.
+type Config struct {
+	// ConsumerName identifies the consumer in consumed_events: two
+	// consumers with different names each apply every event once. Letters,
+	// digits, '.', '_' and '-', at most 128 characters. Required.
+	ConsumerName string
+	// Brokers are Kafka's seed brokers. Required.
+	Brokers []string
+	// Topics are consumed. Required.
+	Topics []string
+	// Group is the Kafka consumer group. Defaults to ConsumerName.
+	Group string
+	// DB is the consumer's own database, holding consumed_events (herald's
+	// migrations) and the handler's tables. Required.
+	DB *sql.DB
+	// Registry decodes records by (type, version). Required.
+	Registry *envelope.Registry
+	// Handler applies one event inside the inbox's transaction. Required.
+	Handler Handler
+	// AfterCommit, if set, is called with the messages whose transaction
+	// just committed (duplicates excluded), before their offsets are
+	// committed. It runs on the partition's goroutine: it should only hand
+	// work off (for example, wake a dispatcher of external calls). A crash
+	// can skip it, so the handler must leave durable traces of any follow-up
+	// work. Defaults to nil.
+	AfterCommit func(ctx context.Context, msgs []Message)
+	// BatchSize is how many records of a partition share one transaction.
+	// With more than one, a failing record makes the batch fall back to one
+	// record per transaction, so it is isolated and retried alone. Defaults
+	// to 1.
+	BatchSize int
+	// MaxAttempts is how many times the handler may fail on a record
+	// before it is dead-lettered. Transient database errors (deadlocks, lock
+	// wait timeouts, lost connections) are retried without limit and do not
+	// count. Defaults to 5.
+	MaxAttempts int
+	// RetryBackoff is the wait before the first retry; it doubles per retry
+	// up to RetryBackoffMax, with ±20 % jitter. Defaults to 100 ms.
+	RetryBackoff time.Duration
+	// RetryBackoffMax caps the wait between retries. Defaults to 5 s.
+	RetryBackoffMax time.Duration
+	// TxTimeout bounds one transaction (inbox row, handler, commit).
+	// Defaults to 30 s.
+	TxTimeout time.Duration
+	// TxIsolation is the transactions' isolation level. Defaults to
+	// sql.LevelReadCommitted (the zero value, sql.LevelDefault, means it):
+	// inbox inserts take no gap locks.
+	TxIsolation sql.IsolationLevel
+	// DLQTopic names the dead-letter topic of a topic. Defaults to
+	// kafka.DLQTopicName: "<topic>.dlq.<consumer name>".
+	DLQTopic func(topic string) string
+	// DLQPartitions and DLQReplicationFactor shape dead-letter topics the
+	// consumer creates. Default to 1 partition and the brokers' default
+	// replication factor.
+	DLQPartitions        int32
+	DLQReplicationFactor int16
+	// MaxPollRecords bounds the records one poll hands out. Defaults to
+	// 500.
+	MaxPollRecords int
+	// StartAt applies to partitions the group has no committed offset for
+	// (a new group): consumption starts at the first record stamped at or
+	// after StartAt. Use it with a new Group to replay; the inbox still
+	// drops every event ConsumerName already applied. Defaults to the zero
+	// time: the start of the log.
+	StartAt time.Time
+	// RateLimit caps the records per second this consumer processes,
+	// across partitions, so a replay never competes with live traffic for
+	// downstream capacity. Defaults to 0: no limit.
+	RateLimit float64
+	// SessionTimeout is how long the group waits for a silent member before
+	// giving its partitions away. Defaults to 45 s (at least 6 s).
+	SessionTimeout time.Duration
+	// Observer receives every outcome, for metrics. Defaults to a no-op;
+	// Stats is kept either way.
+	Observer Observer
+	// Logger receives retries, dead letters and rebalances. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+	// KafkaOptions are added to the franz-go clients' options (TLS, SASL).
+	// Defaults to none.
+	KafkaOptions []kgo.Opt
+}
+
+func (c Config) withDefaults() Config {
+	if c.Group == "" {
+		c.Group = c.ConsumerName
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = BatchSizeDefault
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = MaxAttemptsDefault
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = RetryBackoffDefault
+	}
+	if c.RetryBackoffMax == 0 {
+		c.RetryBackoffMax = RetryBackoffMaxDefault
+	}
+	if c.TxTimeout == 0 {
+		c.TxTimeout = TxTimeoutDefault
+	}
+	if c.TxIsolation == sql.LevelDefault {
+		c.TxIsolation = sql.LevelReadCommitted
+	}
+	if c.DLQTopic == nil {
+		name := c.ConsumerName
+		c.DLQTopic = func(topic string) string { return kafka.DLQTopicName(topic, name) }
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.ConsumerName == "":
+		return errors.New("inbox config: ConsumerName is required")
+	case len(c.ConsumerName) > ConsumerNameMaxLen:
+		return fmt.Errorf("inbox config: ConsumerName is longer than %d characters", ConsumerNameMaxLen)
+	case !consumerNamePattern.MatchString(c.ConsumerName):
+		return fmt.Errorf("inbox config: ConsumerName %q may hold only letters, digits, '.', '_' and '-'", c.ConsumerName)
+	case len(c.Brokers) == 0:
+		return errors.New("inbox config: Brokers is required")
+	case len(c.Topics) == 0:
+		return errors.New("inbox config: Topics is required")
+	case c.DB == nil:
+		return errors.New("inbox config: DB is required")
+	case c.Registry == nil:
+		return errors.New("inbox config: Registry is required")
+	case c.Handler == nil:
+		return errors.New("inbox config: Handler is required")
+	case c.BatchSize < 0:
+		return fmt.Errorf("inbox config: BatchSize must not be negative, got %d", c.BatchSize)
+	case c.MaxAttempts < 0:
+		return fmt.Errorf("inbox config: MaxAttempts must not be negative, got %d", c.MaxAttempts)
+	case c.RetryBackoff < 0:
+		return fmt.Errorf("inbox config: RetryBackoff must not be negative, got %s", c.RetryBackoff)
+	case c.RetryBackoffMax < 0:
+		return fmt.Errorf("inbox config: RetryBackoffMax must not be negative, got %s", c.RetryBackoffMax)
+	case c.RetryBackoffMax > 0 && c.RetryBackoff > c.RetryBackoffMax:
+		return fmt.Errorf("inbox config: RetryBackoff (%s) must not exceed RetryBackoffMax (%s)", c.RetryBackoff, c.RetryBackoffMax)
+	case c.TxTimeout < 0:
+		return fmt.Errorf("inbox config: TxTimeout must not be negative, got %s", c.TxTimeout)
+	case c.DLQPartitions < 0:
+		return fmt.Errorf("inbox config: DLQPartitions must not be negative, got %d", c.DLQPartitions)
+	case c.MaxPollRecords < 0:
+		return fmt.Errorf("inbox config: MaxPollRecords must not be negative, got %d", c.MaxPollRecords)
+	case c.RateLimit < 0:
+		return fmt.Errorf("inbox config: RateLimit must not be negative, got %g", c.RateLimit)
+	case c.SessionTimeout < 0:
+		return fmt.Errorf("inbox config: SessionTimeout must not be negative, got %s", c.SessionTimeout)
+	}
+	for _, t := range c.Topics {
+		if t == "" {
+			return errors.New("inbox config: Topics has an empty topic name")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Retry classes, as Observer.Retried and Stats.Retries name them.
+const (
+	// RetryHandler: the handler failed; counts toward MaxAttempts.
+	RetryHandler = "handler"
+	// RetryTransient: a deadlock, lock wait timeout or lost connection;
+	// retried without limit.
+	RetryTransient = "transient"
+	// RetryDatabase: the inbox's own statements failed (a missing table,
+	// a refused permission): an operator's problem, never the record's, so
+	// it is retried without limit and nothing is dead-lettered.
+	RetryDatabase = "database"
+)
+
+// ClassHandler is the dead-letter class of a record whose handler kept
+// failing (the other classes are envelope's).
+const ClassHandler = "handler"
+
+// MySQL server errors worth retrying: the statement or transaction was
+// rolled back for reasons that pass.
+var transientMySQLErrors = map[uint16]bool{
+	1205: true, // ER_LOCK_WAIT_TIMEOUT
+	1213: true, // ER_LOCK_DEADLOCK
+	1040: true, // ER_CON_COUNT_ERROR (too many connections)
+	1053: true, // ER_SERVER_SHUTDOWN
+	1290: true, // ER_OPTION_PREVENTS_STATEMENT (read-only during a failover)
+	1927: true, // ER_CONNECTION_KILLED (MariaDB)
+	1317: true, // ER_QUERY_INTERRUPTED
+	4031: true, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8.0.24+)
+}
+
+// IsTransient reports whether err is a database error that passes by
+// itself: a deadlock (1213), a lock wait timeout (1205), a lost or refused
+// connection, a server shutting down or read-only during a failover, or a
+// statement timeout. Such errors are retried without limit.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return transientMySQLErrors[myErr.Number]
+	}
+	var netErr net.Error
+	switch {
+	case errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, mysql.ErrInvalidConn),
+		errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr):
+		return true
+	}
+	return false
+}
+
+// permanentError marks a handler error that no retry can fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps a handler error that no retry can fix (a business rule
+// the event breaks): the record is dead-lettered at once instead of after
+// MaxAttempts.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// Backoff is the wait before retry number retry (1 for the first retry):
+// base × 2^(retry-1), capped at max, scaled by jitter, a factor in
+// [0.8, 1.2] (pass 1 for none).
+func Backoff(retry int, base, max time.Duration, jitter float64) time.Duration {
+	if retry < 1 {
+		retry = 1
+	}
+	d := float64(base) * math.Pow(2, float64(retry-1))
+	if d > float64(max) {
+		d = float64(max)
+	}
+	return time.Duration(d * jitter)
+}

@@ -1,0 +1,134 @@
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/herald-outbox/herald/envelope"
+)
+
+func TestConfigValidate(t *testing.T) {
+	valid := func() Config {
+		return Config{
+			ConsumerName: "inventory", Brokers: []string{"b:9092"}, Topics: []string{"orders.v1"},
+			DB: &sql.DB{}, Registry: envelope.NewRegistry(),
+			Handler: HandlerFunc(func(context.Context, *sql.Tx, Message) error { return nil }),
+		}
+	}
+	tests := []struct {
+		name      string
+		change    func(*Config)
+		wantField string // "" for valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"no consumer name", func(c *Config) { c.ConsumerName = "" }, "ConsumerName"},
+		{"consumer name with a space", func(c *Config) { c.ConsumerName = "stock keeper" }, "ConsumerName"},
+		{"consumer name too long", func(c *Config) { c.ConsumerName = strings.Repeat("x", 129) }, "ConsumerName"},
+		{"no brokers", func(c *Config) { c.Brokers = nil }, "Brokers"},
+		{"no topics", func(c *Config) { c.Topics = nil }, "Topics"},
+		{"empty topic", func(c *Config) { c.Topics = []string{""} }, "Topics"},
+		{"no db", func(c *Config) { c.DB = nil }, "DB"},
+		{"no registry", func(c *Config) { c.Registry = nil }, "Registry"},
+		{"no handler", func(c *Config) { c.Handler = nil }, "Handler"},
+		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "BatchSize"},
+		{"negative attempts", func(c *Config) { c.MaxAttempts = -1 }, "MaxAttempts"},
+		{"backoff above max", func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = time.Second, time.Millisecond }, "RetryBackoff"},
+		{"negative rate", func(c *Config) { c.RateLimit = -1 }, "RateLimit"},
+		{"negative tx timeout", func(c *Config) { c.TxTimeout = -time.Second }, "TxTimeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := valid()
+			tt.change(&cfg)
+			err := cfg.validate()
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantField) {
+				t.Errorf("validate = %v, want an error naming %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{ConsumerName: "inventory"}.withDefaults()
+	if c.Group != "inventory" || c.BatchSize != 1 || c.MaxAttempts != 5 || c.TxIsolation != sql.LevelReadCommitted {
+		t.Errorf("defaults: %+v", c)
+	}
+	if got := c.DLQTopic("orders.v1"); got != "orders.v1.dlq.inventory" {
+		t.Errorf("DLQTopic = %q", got)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		retry  int
+		jitter float64
+		want   time.Duration
+	}{
+		{0, 1, 100 * time.Millisecond},
+		{1, 1, 100 * time.Millisecond},
+		{2, 1, 200 * time.Millisecond},
+		{4, 1, 800 * time.Millisecond},
+		{7, 1, 5 * time.Second}, // capped
+		{1000, 1, 5 * time.Second},
+		{2, 0.8, 160 * time.Millisecond},
+		{7, 1.2, 6 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("retry %d jitter %.1f", tt.retry, tt.jitter), func(t *testing.T) {
+			if got := Backoff(tt.retry, 100*time.Millisecond, 5*time.Second, tt.jitter); got != tt.want {
+				t.Errorf("Backoff = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsTransient(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"deadlock", &mysql.MySQLError{Number: 1213}, true},
+		{"lock wait timeout, wrapped", fmt.Errorf("handle: %w", &mysql.MySQLError{Number: 1205}), true},
+		{"connection killed", &mysql.MySQLError{Number: 1927}, true},
+		{"bad connection", driver.ErrBadConn, true},
+		{"invalid connection", mysql.ErrInvalidConn, true},
+		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
+		{"statement timeout", context.DeadlineExceeded, true},
+		{"duplicate key", &mysql.MySQLError{Number: 1062}, false},
+		{"missing table", &mysql.MySQLError{Number: 1146}, false},
+		{"business error", errors.New("no such warehouse"), false},
+		{"permanent", Permanent(errors.New("order refused")), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsTransient(tt.err); got != tt.want {
+				t.Errorf("IsTransient(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPermanent(t *testing.T) {
+	base := errors.New("refused")
+	err := fmt.Errorf("handle: %w", Permanent(base))
+	if !IsPermanent(err) || !errors.Is(err, base) || IsPermanent(base) || Permanent(nil) != nil {
+		t.Error("Permanent does not wrap as documented")
+	}
+}

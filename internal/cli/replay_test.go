@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-outbox/herald/examples/contract"
+	"github.com/herald-outbox/herald/inbox"
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/outbox"
+)
+
+// TestReplayIsRateLimitedKeepsIDsAndDeduplicates: 5,000 retained events
+// replayed at 500/s take at least 9 s, land on the separate replay topic
+// with their original ids and per-aggregate order, and an inbox consumer
+// group reading the replay applies only the events its inbox had not seen.
+func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
+	d := testenv.NewHeraldDatabase(t)
+	brokers := testenv.KafkaBrokers(t)
+	live := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 12})
+	replayTopic := live + ".replay"
+	admin := testenv.NewAdmin(t, brokers)
+	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	ctx := context.Background()
+
+	const events, aggregates = 5000, 100
+	w, _ := outbox.NewWriter(outbox.Config{})
+	var ids []string
+	for batch := 0; batch < events/500; batch++ {
+		tx, err := d.DB.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var es []outbox.Event
+		for i := range 500 {
+			n := batch*500 + i
+			payload, _ := json.Marshal(contract.OrderCreatedV1{OrderID: int64(n%aggregates + 1), CustomerID: 1,
+				Items: []contract.OrderItem{{SKU: "SKU-1", Quantity: 1, UnitPrice: "1.00"}}, TotalAmount: "1.00"})
+			es = append(es, outbox.Event{AggregateType: "order", AggregateID: fmt.Sprint(n%aggregates + 1),
+				EventType: contract.TypeOrderCreated, SchemaVersion: 1, Payload: payload})
+		}
+		got, err := w.Add(ctx, tx, es...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	// Published long ago by a relay; half of them already applied by the
+	// consumer before the replay.
+	if _, err := d.DB.Exec("UPDATE outbox_events SET published_at = NOW(6)"); err != nil {
+		t.Fatal(err)
+	}
+	const consumer = "replay-reader"
+	for _, id := range ids[:events/2] {
+		if _, err := d.DB.Exec("INSERT INTO consumed_events VALUES (?, ?, NOW(6))", consumer, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	args := []string{"replay", "--mysql-dsn=" + d.DSN, "--kafka-brokers=" + strings.Join(brokers, ","),
+		"--topic", "order=" + live, "--from", "1h", "--rate", "500", "--checkpoint", "test-replay"}
+	start := time.Now()
+	out, code := run(t, args...)
+	elapsed := time.Since(start)
+	if code != 0 {
+		t.Fatalf("herald replay: exit %d\n%s", code, out)
+	}
+	t.Logf("replayed %d events in %v", events, elapsed)
+	if elapsed < 9*time.Second {
+		t.Errorf("5,000 events at 500/s took %v, want at least 9 s: the rate limit does not hold", elapsed)
+	}
+	if out, _ := run(t, args...); !strings.Contains(out, "0 event(s) this run") {
+		t.Errorf("rerunning a finished replay produced again:\n%s", out)
+	}
+
+	records, err := verify.ReadTopic(ctx, brokers, replayTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := verify.LoadOutbox(ctx, d.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := verify.Check(verify.Input{Committed: verify.Events(rows, nil), Records: records})
+	if !rep.OK() || rep.Duplicates != 0 || len(records) != events {
+		t.Errorf("replay topic: %d records; %s", len(records), rep)
+	}
+	if live, _ := verify.ReadTopic(ctx, brokers, live); len(live) != 0 {
+		t.Errorf("the replay wrote %d records to the live topic", len(live))
+	}
+
+	c, err := inbox.New(inbox.Config{
+		ConsumerName: consumer, Group: consumer + "-replay", Brokers: brokers, Topics: []string{replayTopic},
+		DB: d.DB, Registry: contract.NewRegistry(), BatchSize: 50,
+		Handler: inbox.HandlerFunc(func(context.Context, *sql.Tx, inbox.Message) error { return nil }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for s := c.Stats(); s.Processed+s.Duplicates < events; s = c.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer read %d of %d replayed records", s.Processed+s.Duplicates, events)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := c.Stats(); s.Processed != events/2 || s.Duplicates != events/2 {
+		t.Errorf("consumer applied %d and absorbed %d duplicates; want %d and %d", s.Processed, s.Duplicates, events/2, events/2)
+	}
+}
