@@ -60,7 +60,7 @@ func (fixedBacklog) ReadBacklog(context.Context) (mysql.Backlog, error) {
 func TestDocumentedMetricsAreExported(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	relay := metrics.NewRelay(reg)
-	relay.Claimed(store.Claim{Events: make([]store.Event, 3), Held: 1, Steals: 1, Duration: time.Millisecond})
+	relay.Claimed(store.Claim{Events: make([]store.Event, 3), Held: 1, Skipped: 1, Steals: 1, Duration: time.Millisecond})
 	relay.Published("orders.v1", 4, 3)
 	relay.PublishedBatch(time.Millisecond, 3)
 	relay.Failed("timeout", false)

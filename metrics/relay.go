@@ -15,6 +15,7 @@ type Relay struct {
 	claimDuration   prometheus.Histogram
 	batchSize       prometheus.Histogram
 	held            prometheus.Counter
+	skipped         prometheus.Counter
 	leaseSteals     prometheus.Counter
 	lostLeases      prometheus.Counter
 	published       *prometheus.CounterVec
@@ -34,7 +35,9 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 		batchSize: f.histogram("herald_relay_batch_size",
 			"Events leased by one claim.", []float64{0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}),
 		held: f.counter("herald_relay_held_total",
-			"Claimed candidates parked behind an earlier event of their aggregate."),
+			"Candidates parked behind an earlier event of their aggregate that backs off or is quarantined."),
+		skipped: f.counter("herald_relay_skipped_total",
+			"Candidates passed over because an earlier event of their aggregate was in flight with another relay."),
 		leaseSteals: f.counter("herald_relay_lease_steals_total",
 			"Events taken over from another relay's expired lease."),
 		lostLeases: f.counter("herald_relay_lost_leases_total",
@@ -58,6 +61,7 @@ func (m *Relay) Claimed(c store.Claim) {
 	m.claimDuration.Observe(c.Duration.Seconds())
 	m.batchSize.Observe(float64(len(c.Events)))
 	m.held.Add(float64(c.Held))
+	m.skipped.Add(float64(c.Skipped))
 	m.leaseSteals.Add(float64(c.Steals))
 }
 

@@ -73,8 +73,11 @@ type Claim struct {
 	// Events are leased to this relay, sorted by aggregate and AggregateSeq.
 	Events []Event
 	// Held counts candidates parked behind an earlier event of their
-	// aggregate.
+	// aggregate that is backing off or quarantined.
 	Held int
+	// Skipped counts candidates passed over, untouched, because an earlier
+	// event of their aggregate is in flight (leased by another relay).
+	Skipped int
 	// Steals counts events taken over from an expired lease.
 	Steals int
 	// Duration is how long the claim transaction took.

@@ -12,23 +12,30 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// holdRecheck is how long an event waits behind a predecessor that is in
-// flight (leased by a relay, or being claimed right now) before the claim
-// looks again: publishing a batch usually takes far less.
-const holdRecheck = 500 * time.Millisecond
+// candidateWindow is how many ready rows a claim looks at per event it may
+// lease: rows whose aggregate is in flight with another relay are passed
+// over, and the claim looks further down the queue for other aggregates.
+const candidateWindow = 2
 
-// ClaimQuery walks idx_ready in index order: no filesort, so only the
-// rows read are locked, and SKIP LOCKED passes over rows that a concurrent
-// claim holds. A live lease or a backoff keeps next_attempt_at in the future
-// and quarantined rows sit at store.Never, all outside the range.
-// ClaimQuery is exported for tests that EXPLAIN it.
+// ClaimQuery reads the claim's candidates, walking idx_ready in index order
+// (no filesort): the ready rows, oldest first. A live lease or a backoff
+// keeps next_attempt_at in the future and quarantined rows sit at
+// store.Never, all outside the range. It takes no lock; lockQuery locks
+// exactly the rows the claim will lease. Exported for tests that EXPLAIN it.
 const ClaimQuery = `
-SELECT NOW(6), id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
-       payload, headers, occurred_at, attempts, COALESCE(error_class, ''), locked_by IS NOT NULL
+SELECT id, aggregate_type, aggregate_id, aggregate_seq
 FROM outbox_events FORCE INDEX (idx_ready)
 WHERE published_at IS NULL AND next_attempt_at <= NOW(6)
 ORDER BY next_attempt_at, occurred_at
-LIMIT ?
+LIMIT ?`
+
+// lockQuery locks chosen candidates that are still ready, skipping rows a
+// concurrent claim holds; %s is the id placeholders.
+const lockQuery = `
+SELECT NOW(6), id, event_type, schema_version, payload, headers, occurred_at, attempts,
+       COALESCE(error_class, ''), locked_by IS NOT NULL
+FROM outbox_events
+WHERE id IN (%s) AND published_at IS NULL AND next_attempt_at <= NOW(6)
 FOR UPDATE SKIP LOCKED`
 
 // Store implements store.Store on MySQL and MariaDB.
@@ -43,15 +50,28 @@ func NewStore(db *sql.DB) *Store {
 
 var _ store.Store = (*Store)(nil)
 
+// fate is what a claim does with a candidate.
+type fate int
+
+const (
+	// lease: every earlier event of the aggregate is done, or leased in this
+	// claim right before it.
+	lease fate = iota
+	// skip: an earlier event is in flight (leased by another relay, or ready
+	// but not leasable now); the candidate is left as it is.
+	skip
+	// park: an earlier event waits (backing off, held or quarantined); the
+	// candidate leaves the claim range until then.
+	park
+)
+
 type candidate struct {
-	event  store.Event
-	stolen bool
-	// eligible: every earlier event of the aggregate is done or leased in
-	// this claim right before it.
-	eligible bool
-	// parkUntil is when a held candidate is looked at again.
+	event     store.Event
+	fate      fate
 	parkUntil time.Time
-	behind    string // the event it is held behind, when known
+	behind    string // the event a parked candidate waits for
+	locked    bool
+	stolen    bool
 }
 
 type aggregateKey struct {
@@ -69,31 +89,39 @@ func (s *Store) Claim(ctx context.Context, req store.ClaimRequest) (store.Claim,
 	}
 	defer tx.Rollback()
 
-	now, cands, err := readCandidates(ctx, tx, req.Limit)
+	cands, err := readCandidates(ctx, tx, req.Limit*candidateWindow)
 	if err != nil {
 		return store.Claim{}, err
 	}
-	claim := store.Claim{Lease: store.Lease{RelayID: req.RelayID, LockedAt: now, Expires: now.Add(req.Lease)}}
+	claim := store.Claim{Lease: store.Lease{RelayID: req.RelayID}}
 	if len(cands) == 0 {
 		claim.Duration = time.Since(start)
 		return claim, tx.Commit()
 	}
-	if err := checkOrder(ctx, tx, now, cands, req.Policy); err != nil {
+	if err := decideFates(ctx, tx, cands, req.Policy); err != nil {
 		return store.Claim{}, err
 	}
+	chains, parked := choose(cands, req.Limit)
+	now, err := lockChosen(ctx, tx, chains, parked)
+	if err != nil {
+		return store.Claim{}, err
+	}
+	claim.Lease.LockedAt, claim.Lease.Expires = now, now.Add(req.Lease)
 
 	var leased []string
-	var held []*candidate
-	for _, c := range cands {
-		if c.eligible {
+	for _, chain := range chains {
+		// A chain is published in order: it ends at its first member a
+		// concurrent claim took.
+		for _, c := range chain {
+			if !c.locked {
+				break
+			}
 			leased = append(leased, c.event.ID)
 			c.event.Attempts++
 			claim.Events = append(claim.Events, c.event)
 			if c.stolen {
 				claim.Steals++
 			}
-		} else {
-			held = append(held, c)
 		}
 	}
 	if len(leased) > 0 {
@@ -104,54 +132,56 @@ func (s *Store) Claim(ctx context.Context, req store.ClaimRequest) (store.Claim,
 			return store.Claim{}, fmt.Errorf("claim: lease %d events: %w", len(leased), err)
 		}
 	}
-	if err := park(ctx, tx, held); err != nil {
+	var held []*candidate
+	for _, c := range parked {
+		if c.locked {
+			held = append(held, c)
+		}
+	}
+	if err := parkHeld(ctx, tx, held); err != nil {
 		return store.Claim{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return store.Claim{}, fmt.Errorf("claim: commit: %w", err)
 	}
 	claim.Held = len(held)
+	for _, c := range cands {
+		if c.fate == skip {
+			claim.Skipped++
+		}
+	}
 	claim.Duration = time.Since(start)
 	return claim, nil
 }
 
-func readCandidates(ctx context.Context, tx *sql.Tx, limit int) (time.Time, []*candidate, error) {
+func readCandidates(ctx context.Context, tx *sql.Tx, limit int) ([]*candidate, error) {
 	rows, err := tx.QueryContext(ctx, ClaimQuery, limit)
 	if err != nil {
-		return time.Time{}, nil, fmt.Errorf("claim: select candidates: %w", err)
+		return nil, fmt.Errorf("claim: select candidates: %w", err)
 	}
 	defer rows.Close()
-	var (
-		now   time.Time
-		cands []*candidate
-	)
+	var cands []*candidate
 	for rows.Next() {
 		c := &candidate{}
-		var headers sql.NullString
 		e := &c.event
-		if err := rows.Scan(&now, &e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType,
-			&e.SchemaVersion, &e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &c.stolen); err != nil {
-			return time.Time{}, nil, fmt.Errorf("claim: scan candidate: %w", err)
-		}
-		if headers.Valid {
-			if err := json.Unmarshal([]byte(headers.String), &e.Headers); err != nil {
-				return time.Time{}, nil, fmt.Errorf("claim: event %s: headers are not a JSON object: %w", e.ID, err)
-			}
+		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq); err != nil {
+			return nil, fmt.Errorf("claim: scan candidate: %w", err)
 		}
 		cands = append(cands, c)
 	}
 	if err := rows.Err(); err != nil {
-		return time.Time{}, nil, fmt.Errorf("claim: read candidates: %w", err)
+		return nil, fmt.Errorf("claim: read candidates: %w", err)
 	}
-	return now, cands, nil
+	return cands, nil
 }
 
-// checkOrder decides which candidates may be published now: an event is
-// eligible when its predecessor in the aggregate is done (published,
-// discarded, or deleted after publication) or is an eligible candidate of
-// this claim. Candidates are sorted by aggregate and sequence on return.
-func checkOrder(ctx context.Context, tx *sql.Tx, now time.Time, cands []*candidate, policy store.OrderPolicy) error {
-	slices.SortFunc(cands, func(a, b *candidate) int {
+// decideFates sets each candidate's fate from its predecessor in the
+// aggregate: a candidate may be leased when its predecessor is done
+// (published, discarded, or deleted after publication) or is a candidate
+// that may be leased.
+func decideFates(ctx context.Context, tx *sql.Tx, cands []*candidate, policy store.OrderPolicy) error {
+	bySeq := slices.Clone(cands)
+	slices.SortFunc(bySeq, func(a, b *candidate) int {
 		if c := strings.Compare(a.event.AggregateType, b.event.AggregateType); c != 0 {
 			return c
 		}
@@ -171,38 +201,119 @@ func checkOrder(ctx context.Context, tx *sql.Tx, now time.Time, cands []*candida
 			lookups = append(lookups, pred)
 		}
 	}
-	preds, err := readPredecessors(ctx, tx, lookups)
+	now, preds, err := readPredecessors(ctx, tx, lookups)
 	if err != nil {
 		return err
 	}
-	recheck := now.Add(holdRecheck)
-	for _, c := range cands { // in sequence order, so a predecessor is decided first
+	for _, c := range bySeq { // a predecessor is decided before its successor
 		if c.event.AggregateSeq == 1 {
-			c.eligible = true
+			c.fate = lease
 			continue
 		}
 		key := aggregateKey{c.event.AggregateType, c.event.AggregateID, c.event.AggregateSeq - 1}
 		if p := byKey[key]; p != nil {
-			// An eligible predecessor is published in this batch first (if
-			// it fails, Settle parks this one behind it); a held one holds
-			// this one behind the same blocker.
-			c.eligible = p.eligible
-			c.parkUntil, c.behind = p.parkUntil, p.behind
+			c.fate, c.parkUntil, c.behind = p.fate, p.parkUntil, p.behind
 			continue
 		}
 		p, found := preds[key]
 		switch {
 		case !found, p.done, policy == store.OrderSkipQuarantined && p.quarantined:
-			c.eligible = true
+			c.fate = lease
 		case p.leased || !p.nextAttempt.After(now):
-			// In flight, or being claimed by someone else right now.
-			c.parkUntil, c.behind = recheck, p.id
+			c.fate = skip
 		default:
 			// Backing off, held itself, or quarantined (Never): wait with it.
-			c.parkUntil, c.behind = p.nextAttempt, p.id
+			c.fate, c.parkUntil, c.behind = park, p.nextAttempt, p.id
 		}
 	}
 	return nil
+}
+
+// choose picks up to limit events to lease, as whole chains (an aggregate's
+// consecutive leasable candidates, in sequence order) taken in queue order,
+// and the candidates to park.
+func choose(cands []*candidate, limit int) (chains [][]*candidate, parked []*candidate) {
+	byAggregate := map[[2]string][]*candidate{}
+	for _, c := range cands {
+		k := [2]string{c.event.AggregateType, c.event.AggregateID}
+		switch c.fate {
+		case lease:
+			byAggregate[k] = append(byAggregate[k], c)
+		case park:
+			parked = append(parked, c)
+		}
+	}
+	taken := map[[2]string]bool{}
+	n := 0
+	for _, c := range cands { // queue order
+		k := [2]string{c.event.AggregateType, c.event.AggregateID}
+		if c.fate != lease || taken[k] || n >= limit {
+			continue
+		}
+		taken[k] = true
+		chain := byAggregate[k]
+		slices.SortFunc(chain, func(a, b *candidate) int { return compareUint(a.event.AggregateSeq, b.event.AggregateSeq) })
+		chain = chain[:min(len(chain), limit-n)]
+		n += len(chain)
+		chains = append(chains, chain)
+	}
+	return chains, parked
+}
+
+// lockChosen locks the chosen candidates that are still ready and fills in
+// the leased ones' rows; it returns the database's time.
+func lockChosen(ctx context.Context, tx *sql.Tx, chains [][]*candidate, parked []*candidate) (time.Time, error) {
+	byID := map[string]*candidate{}
+	for _, chain := range chains {
+		for _, c := range chain {
+			byID[c.event.ID] = c
+		}
+	}
+	for _, c := range parked {
+		byID[c.event.ID] = c
+	}
+	var now time.Time
+	if len(byID) == 0 {
+		err := tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
+		return now, err
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(lockQuery, placeholders(len(ids))), anySlice(ids)...)
+	if err != nil {
+		return now, fmt.Errorf("claim: lock %d candidates: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id      string
+			headers sql.NullString
+			e       store.Event
+			stolen  bool
+		)
+		if err := rows.Scan(&now, &id, &e.EventType, &e.SchemaVersion, &e.Payload, &headers, &e.OccurredAt,
+			&e.Attempts, &e.PreviousErrorClass, &stolen); err != nil {
+			return now, fmt.Errorf("claim: scan locked row: %w", err)
+		}
+		c := byID[id]
+		c.locked, c.stolen = true, stolen
+		c.event.EventType, c.event.SchemaVersion, c.event.Payload = e.EventType, e.SchemaVersion, e.Payload
+		c.event.OccurredAt, c.event.Attempts, c.event.PreviousErrorClass = e.OccurredAt, e.Attempts, e.PreviousErrorClass
+		if headers.Valid {
+			if err := json.Unmarshal([]byte(headers.String), &c.event.Headers); err != nil {
+				return now, fmt.Errorf("claim: event %s: headers are not a JSON object: %w", id, err)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return now, fmt.Errorf("claim: lock candidates: %w", err)
+	}
+	if now.IsZero() { // nothing was still ready
+		err = tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
+	}
+	return now, err
 }
 
 type predecessor struct {
@@ -213,13 +324,17 @@ type predecessor struct {
 	nextAttempt time.Time
 }
 
-func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (map[aggregateKey]predecessor, error) {
+// readPredecessors reads the given events (non-locking) and returns the
+// database's time with them.
+func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (time.Time, map[aggregateKey]predecessor, error) {
 	out := make(map[aggregateKey]predecessor, len(keys))
+	var now time.Time
 	if len(keys) == 0 {
-		return out, nil
+		err := tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
+		return now, out, err
 	}
 	var q strings.Builder
-	q.WriteString(`SELECT aggregate_type, aggregate_id, aggregate_seq, id,
+	q.WriteString(`SELECT NOW(6), aggregate_type, aggregate_id, aggregate_seq, id,
 		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL,
 		locked_by IS NOT NULL AND next_attempt_at > NOW(6), next_attempt_at
 		FROM outbox_events WHERE (aggregate_type, aggregate_id, aggregate_seq) IN (`)
@@ -234,27 +349,30 @@ func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (map
 	q.WriteString(")")
 	rows, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
-		return nil, fmt.Errorf("claim: read predecessors: %w", err)
+		return now, nil, fmt.Errorf("claim: read predecessors: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var k aggregateKey
 		var p predecessor
-		if err := rows.Scan(&k.typ, &k.id, &k.seq, &p.id, &p.done, &p.quarantined, &p.leased, &p.nextAttempt); err != nil {
-			return nil, fmt.Errorf("claim: scan predecessor: %w", err)
+		if err := rows.Scan(&now, &k.typ, &k.id, &k.seq, &p.id, &p.done, &p.quarantined, &p.leased, &p.nextAttempt); err != nil {
+			return now, nil, fmt.Errorf("claim: scan predecessor: %w", err)
 		}
 		out[k] = p
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim: read predecessors: %w", err)
+		return now, nil, fmt.Errorf("claim: read predecessors: %w", err)
 	}
-	return out, nil
+	if now.IsZero() { // every predecessor was deleted
+		err = tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
+	}
+	return now, out, err
 }
 
-// park moves held candidates out of the claim range until the event that
-// blocks them may have moved on, and says why in last_error. Candidates
-// behind the same blocker share one statement.
-func park(ctx context.Context, tx *sql.Tx, held []*candidate) error {
+// parkHeld moves held candidates out of the claim range until the event
+// that blocks them may have moved on, and says why in last_error.
+// Candidates behind the same blocker share one statement.
+func parkHeld(ctx context.Context, tx *sql.Tx, held []*candidate) error {
 	type group struct {
 		until  time.Time
 		behind string
