@@ -158,9 +158,13 @@ func buildRecord(e store.Event, topic string) (*kgo.Record, error) {
 	for k, v := range e.Headers {
 		headers = append(headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
-	return &kgo.Record{
-		Topic: topic, Key: []byte(e.AggregateID), Value: value, Headers: headers, Timestamp: e.OccurredAt,
-	}, nil
+	// Timestamp stays zero, so franz-go stamps the produce time. It must not
+	// be occurred_at: franz-go measures the delivery timeout from the
+	// record's Timestamp, so an event older than that timeout (a backlog, a
+	// replay) would fail with ErrRecordTimeout before it was ever sent, and
+	// take its partition's buffered records with it. occurred_at travels in
+	// the envelope.
+	return &kgo.Record{Topic: topic, Key: []byte(e.AggregateID), Value: value, Headers: headers}, nil
 }
 
 // classify names a publication error's class and whether it is fatal.
