@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	driver "github.com/go-sql-driver/mysql"
 )
 
 // Defaults of DemoConfig's fields.
@@ -79,6 +82,7 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 		return &ConfigError{"Duration", fmt.Sprintf("must not be negative, got %v", dc.Duration)}
 	}
 	out := dc.Out
+	driver.SetLogger(log.New(io.Discard, "", 0))
 	p := newPipeline(cfg, "", dc.RunDir)
 	p.quiet = true
 	defer p.close(false)

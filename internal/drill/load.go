@@ -23,7 +23,10 @@ import (
 type Load struct {
 	// BaseURL is the orders API, e.g. http://127.0.0.1:8080.
 	BaseURL string
-	// Orders is how many create requests to send; 0 sends until ctx ends.
+	// Orders is how many creates the API must accept (answer 201 or
+	// deliberate_rollback): failed requests do not count, so the load
+	// outlasts an outage. At most 3 × Orders requests are sent. 0 sends
+	// until ctx ends.
 	Orders int
 	// Concurrency is the number of clients. Defaults to 4.
 	Concurrency int
@@ -87,6 +90,7 @@ type Generator struct {
 	client *http.Client
 
 	attempted atomic.Int64
+	accepted  atomic.Int64
 	created   atomic.Int64
 
 	mu  sync.Mutex
@@ -108,6 +112,10 @@ func NewGenerator(l Load) *Generator {
 // Attempted is how many create requests were sent so far.
 func (g *Generator) Attempted() int { return int(g.attempted.Load()) }
 
+// Accepted is how many creates were answered 201 or deliberate_rollback
+// so far.
+func (g *Generator) Accepted() int { return int(g.accepted.Load()) }
+
 // Created is how many creates were answered 201 so far.
 func (g *Generator) Created() int { return int(g.created.Load()) }
 
@@ -120,7 +128,7 @@ func (g *Generator) Run(ctx context.Context) LoadResult {
 		defer close(tickets)
 		interval := time.Duration(float64(time.Second) / l.Rate)
 		next := time.Now()
-		for i := 0; l.Orders == 0 || i < l.Orders; i++ {
+		for i := 0; l.Orders == 0 || (g.accepted.Load() < int64(l.Orders) && i < 3*l.Orders); i++ {
 			if d := time.Until(next); d > 0 {
 				select {
 				case <-ctx.Done():
@@ -205,9 +213,11 @@ func (g *Generator) one(ctx context.Context, rng *mrand.Rand) {
 		g.res.CreateFailed++
 		g.res.Errors["create: "+errorKind(err)]++
 	case status == http.StatusCreated && parsed.OrderID > 0:
+		g.accepted.Add(1)
 		g.res.Created++
 		g.res.CreatedIDs = append(g.res.CreatedIDs, parsed.OrderID)
 	case status == http.StatusInternalServerError && parsed.Error.Code == "deliberate_rollback" && parsed.Error.OrderID > 0:
+		g.accepted.Add(1)
 		g.res.RolledBack++
 		g.res.RolledBackIDs = append(g.res.RolledBackIDs, parsed.Error.OrderID)
 	default:

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"os"
 	"os/exec"
@@ -31,6 +33,9 @@ func Run(ctx context.Context, cfg Config, drills []Drill) (*Report, error) {
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, err
 	}
+	// The driver logs dropped connections to stderr; during a database
+	// restart that is expected, and the drill reports what matters.
+	driver.SetLogger(log.New(io.Discard, "", 0))
 	rep := &Report{
 		Command: cfg.Command, StartedAt: time.Now().UTC(), RunDir: cfg.RunDir,
 		Settings: Settings{
@@ -370,6 +375,16 @@ func (r *drillRun) inject(ctx context.Context, restart string, tracker chan<- re
 		return r.injectFailpoint(ctx, tracker)
 
 	case faultKafka, faultMySQL:
+		// Mid-load: once a third of the orders were accepted.
+		for r.gen.Accepted() < r.cfg.Events/3 {
+			select {
+			case <-r.loadDone:
+				return errors.New("the load ended before the fault could be injected")
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		target := "database server"
 		if d.kind == faultKafka {
 			node, err := r.kafkaNode(ctx)
@@ -379,16 +394,6 @@ func (r *drillRun) inject(ctx context.Context, restart string, tracker chan<- re
 			target = "kafka-" + node
 			if restart == "" {
 				restart = shellQuote(filepath.Join(r.cfg.StackDir, "node.sh")) + " $1 kafka-" + node
-			}
-		}
-		// Mid-load: once a third of the orders were sent.
-		for r.gen.Attempted() < r.cfg.Events/3 {
-			select {
-			case <-r.loadDone:
-				return errors.New("the load ended before the fault could be injected")
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
 			}
 		}
 		f.Detail = fmt.Sprintf("%s down for %v: %q stop / start", target, r.cfg.Outage, restart)
@@ -428,18 +433,26 @@ func (r *drillRun) endFault(ctx context.Context, tracker chan<- recoveryResult) 
 // kafkaNode picks the broker to restart: the leader of partition 0 of the
 // drill's topic (in the one-broker layout, the only node).
 func (r *drillRun) kafkaNode(ctx context.Context) (string, error) {
-	descs, err := kafka.DescribeTopics(ctx, r.adm, r.topic)
-	if err != nil {
-		return "", err
-	}
-	for _, d := range descs {
-		for _, part := range d.Partitions {
-			if part.Partition == 0 {
-				return fmt.Sprint(part.Leader), nil
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		descs, err := kafka.DescribeTopics(ctx, r.adm, r.topic)
+		for _, d := range descs {
+			for _, part := range d.Partitions {
+				if err == nil && part.Partition == 0 && part.Leader >= 0 {
+					return fmt.Sprint(part.Leader), nil
+				}
 			}
 		}
+		if err == nil {
+			err = fmt.Errorf("topic %s: no leader for partition 0", r.topic)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("choose the broker to restart: %w", err)
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	return "", fmt.Errorf("topic %s has no partition 0", r.topic)
 }
 
 // runRestart runs `sh -c CMD sh ACTION`: the command sees stop or start as
