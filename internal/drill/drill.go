@@ -165,8 +165,8 @@ func (c Config) validate() error {
 	if c.RunDir == "" {
 		bad("RunDir", "required")
 	}
-	if !validName(c.DBPrefix) || !strings.HasPrefix(c.DBPrefix, "herald") {
-		bad("DBPrefix", "%q: want letters, digits and _ only, starting with herald (the herald user may create herald* databases)", c.DBPrefix)
+	if !validName(c.DBPrefix) || len(c.DBPrefix) > 27 {
+		bad("DBPrefix", "%q: want at most 27 letters, digits and _ (PREFIX + drill + _inventory must fit 64 characters)", c.DBPrefix)
 	}
 	if c.Events < 10 {
 		bad("Events", "at least 10, got %d", c.Events)

@@ -120,7 +120,8 @@ func (g *Generator) Accepted() int { return int(g.accepted.Load()) }
 func (g *Generator) Created() int { return int(g.created.Load()) }
 
 // Run sends the load and returns when every request was answered (or
-// failed), or ctx ended.
+// failed). Once ctx ends no request is started; those in flight finish
+// (within the client's 10 s timeout), so none is cut off after its commit.
 func (g *Generator) Run(ctx context.Context) LoadResult {
 	l := g.load
 	tickets := make(chan int)
@@ -149,7 +150,7 @@ func (g *Generator) Run(ctx context.Context) LoadResult {
 		rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 		wg.Go(func() {
 			for range tickets {
-				g.one(ctx, rng)
+				g.one(context.WithoutCancel(ctx), rng)
 			}
 		})
 	}

@@ -154,7 +154,7 @@ func (r *Report) Markdown() string {
 		"Took %s. Verdict: **%s**.\n\n",
 		r.StartedAt.Format("2006-01-02 15:04 MST"), layout, r.Settings.Events, r.Settings.Rate, r.Settings.Concurrency,
 		r.Settings.Lease, r.Settings.SessionTimeout, r.Settings.Outage,
-		(time.Duration(r.DurationSeconds) * time.Second).String(), strings.ToUpper(r.Verdict))
+		time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Second), strings.ToUpper(r.Verdict))
 	b.WriteString("| drill | fault | events | lost | duplicates on topic / absorbed (≥) | double effects | recovery | verdict |\n")
 	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, d := range r.Drills {
