@@ -90,7 +90,7 @@ stop or start as $1), or those drills are skipped.`,
 				report = filepath.Join(cfg.RunDir, "report.json")
 			}
 			cfg.MySQLDSN, cfg.Brokers, cfg.Out = db.dsn, kf.brokers, out
-			cfg.Command = "herald " + strings.Join(os.Args[1:], " ")
+			cfg.Command = commandLine(os.Args)
 			rep, err := drill.Run(cmd.Context(), cfg, drills)
 			if err != nil {
 				return drillConfigError(err, drillFlagOfField)
@@ -136,6 +136,18 @@ stop or start as $1), or those drills are skipped.`,
 	}
 	env.bind(cmd)
 	return cmd
+}
+
+// commandLine is args as a shell would take them, for the report.
+func commandLine(args []string) string {
+	out := []string{"herald"}
+	for _, a := range args[1:] {
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\;&|<>*?()`") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
 }
 
 // executableDir is the directory of the running herald binary.
