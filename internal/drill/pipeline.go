@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -168,14 +169,42 @@ func databaseDSN(serverDSN, name string) (string, error) {
 	return mysql.NormalizeDSN(c.FormatDSN())
 }
 
-// freeAddr returns a loopback address with a port nobody listens on now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs returns n distinct loopback addresses nobody listens on. The
+// services keep them across restarts (as a deployment would), so they come
+// from below the kernel's ephemeral range: an outgoing connection cannot
+// take one while its process restarts — and from 20000 up, above the
+// stack's own ports (MariaDB 3306, Kafka 9092-9094 and 19090-19092), which
+// are free while a drill has that server stopped. Every listener is held
+// until all n are chosen, so no port is handed out twice.
+func freeAddrs(n int) ([]string, error) {
+	const portsFrom = 20000
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var lo, hi int
+		if _, err := fmt.Sscan(string(b), &lo, &hi); err == nil && lo > portsFrom+1000 {
+			low = lo
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	var out []string
+	for tries := 0; len(out) < n && tries < 1000; tries++ {
+		port := portsFrom + mrand.IntN(low-portsFrom)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		held = append(held, ln)
+		out = append(out, ln.Addr().String())
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("no %d free ports on 127.0.0.1 below %d", n, low)
+	}
+	return out, nil
 }
 
 // baseEnv is the drill's environment without HERALD_* variables: each
@@ -196,18 +225,11 @@ func baseEnv() []string {
 // HERALD_FAILPOINTS.
 func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoints map[string]string) error {
 	p.sup = NewSupervisor(p.dir, p.cfg.RestartDelay, p.note)
-	var err error
-	for _, a := range []*string{&p.wareAddr, &p.invAddr, &p.ordersAddr} {
-		if *a, err = freeAddr(); err != nil {
-			return err
-		}
+	addrs, err := freeAddrs(5)
+	if err != nil {
+		return err
 	}
-	p.relayAddrs = make([]string, 2)
-	for i := range p.relayAddrs {
-		if p.relayAddrs[i], err = freeAddr(); err != nil {
-			return err
-		}
-	}
+	p.wareAddr, p.invAddr, p.ordersAddr, p.relayAddrs = addrs[0], addrs[1], addrs[2], addrs[3:5]
 	brokers := strings.Join(p.cfg.Brokers, ",")
 	bin := func(name string) string { return filepath.Join(p.cfg.BinDir, name) }
 	env := func(kv ...string) []string { return append(baseEnv(), kv...) }

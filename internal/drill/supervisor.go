@@ -34,6 +34,13 @@ type Service struct {
 	Health string
 }
 
+// An incarnation that lives less than quickExit counts toward a crash
+// loop; restarts of a crash loop back off up to maxRestartDelay.
+const (
+	quickExit       = 10 * time.Second
+	maxRestartDelay = 30 * time.Second
+)
+
 // Exit is how one incarnation of a service ended.
 type Exit struct {
 	Service     string    `json:"service"`
@@ -52,8 +59,9 @@ type Exit struct {
 	Log   string `json:"log"`
 }
 
-// Supervisor starts services, restarts any that exits (after RestartDelay,
-// without failpoints), and stops them all at the end. Every process runs in
+// Supervisor starts services, restarts any that exits (after the restart
+// delay, doubled for each consecutive incarnation that lived under 10 s, at
+// most 30 s; without failpoints), and stops them all at the end. Every process runs in
 // its own process group and dies with the supervisor's process
 // (PR_SET_PDEATHSIG), so none outlives a drill.
 type Supervisor struct {
@@ -82,6 +90,8 @@ type Proc struct {
 	cmd         *exec.Cmd
 	logPath     string
 	done        chan struct{} // closed when the current incarnation exited
+	startedAt   time.Time
+	quickExits  int // consecutive incarnations that lived under quickExit
 	stopping    bool
 	changed     chan struct{} // closed and replaced at every start and exit
 }
@@ -131,7 +141,7 @@ func (p *Proc) start() error {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", p.svc.Name, err)
 	}
-	p.cmd, p.logPath, p.done = cmd, logPath, make(chan struct{})
+	p.cmd, p.logPath, p.done, p.startedAt = cmd, logPath, make(chan struct{}), time.Now()
 	p.signalChange()
 	how := ""
 	if fp != "" {
@@ -170,6 +180,13 @@ func (p *Proc) wait(cmd *exec.Cmd, logFile *os.File, n int, done chan struct{}) 
 	}
 	close(done)
 	p.signalChange()
+	if time.Since(p.startedAt) < quickExit {
+		p.quickExits++
+	} else {
+		p.quickExits = 0
+	}
+	// A crash loop is restarted ever more slowly, as supervisors do.
+	delay := min(p.sup.restartDelay<<min(max(p.quickExits-1, 0), 5), maxRestartDelay)
 	p.mu.Unlock()
 
 	p.sup.mu.Lock()
@@ -183,9 +200,9 @@ func (p *Proc) wait(cmd *exec.Cmd, logFile *os.File, n int, done chan struct{}) 
 	if e.Failpoint {
 		cause = " at its failpoint"
 	}
-	p.sup.note("%s#%d died%s (%s); restarting in %v without failpoints", p.svc.Name, n, cause, e.How, p.sup.restartDelay)
+	p.sup.note("%s#%d died%s (%s); restarting in %v without failpoints", p.svc.Name, n, cause, e.How, delay)
 	for attempt := 1; ; attempt++ {
-		time.Sleep(p.sup.restartDelay)
+		time.Sleep(delay)
 		err := p.start()
 		if err == nil || errors.Is(err, errStopping) {
 			return
