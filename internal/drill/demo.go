@@ -149,6 +149,7 @@ loop:
 	}
 
 	snapshots := p.saveMetrics(urls)
+	p.scrapeOnce()
 	dups, _ := p.absorbed()
 	if err := p.shutdown(); err != nil {
 		fmt.Fprintf(out, "stopping: %v\n", err)

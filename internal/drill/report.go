@@ -122,8 +122,10 @@ type OrdersSummary struct {
 
 // FaultReport says what was done and when.
 type FaultReport struct {
-	Injected  bool      `json:"injected"`
-	Detail    string    `json:"detail"`
+	Injected bool   `json:"injected"`
+	Detail   string `json:"detail"`
+	// Target is what the fault hit: a service, a broker, the database.
+	Target    string    `json:"target,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	Notes     []string  `json:"notes,omitempty"`
@@ -162,6 +164,9 @@ func (r *Report) Markdown() string {
 		if d.Window > 0 {
 			fault = fmt.Sprintf("window %d: %s", d.Window, fault)
 		}
+		if d.Name == "kafka-broker-restart" && d.Injection.Target != "" {
+			fault += fmt.Sprintf(" [%s of %d]", d.Injection.Target, d.Brokers)
+		}
 		if d.Verdict == VerdictSkipped {
 			fmt.Fprintf(&b, "| %s | %s | | | | | | %s |\n", d.Name, fault, strings.Join(d.Failures, "; "))
 			continue
@@ -180,6 +185,13 @@ func (r *Report) Markdown() string {
 		"twice, or with more than one warehouse effect per action. Recovery: from the end of the fault (restarted process " +
 		"ready, broker or database back, relays started) until every event committed by then is published, consumed with " +
 		"its offset committed, and its warehouse call made.\n")
+	b.WriteString("\n## What each fault left behind\n\n")
+	for _, d := range r.Drills {
+		if d.Verdict == VerdictSkipped || len(d.Injection.Notes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- **%s**: %s.\n", d.Name, strings.Join(d.Injection.Notes, "; "))
+	}
 	for _, d := range r.Drills {
 		if d.Verdict == VerdictPass || d.Verdict == VerdictSkipped {
 			continue

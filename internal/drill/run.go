@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -209,12 +210,13 @@ func runDrill(ctx context.Context, cfg Config, d Drill) (dr DrillReport) {
 		}
 	}
 	r.rep.Injection.Notes = r.faultNote
-	dups, _ := p.absorbed()
-	dr.DuplicatesAbsorbed = dups
 
+	// shutdown takes a last /stats reading first: the pipeline is drained,
+	// so the running consumer's count is final.
 	if err := p.shutdown(); err != nil {
 		dr.Notes = append(dr.Notes, err.Error())
 	}
+	dr.DuplicatesAbsorbed, _ = p.absorbed()
 	for _, e := range p.sup.Exits() {
 		switch {
 		case e.Requested && !e.Clean:
@@ -237,6 +239,10 @@ func runDrill(ctx context.Context, cfg Config, d Drill) (dr DrillReport) {
 		return dr
 	}
 	r.fill(v)
+	if dr.Orders.CreateFailed+r.loadRes.CancelFailed > 0 || dr.Orders.CommittedUnanswered > 0 {
+		r.rep.Injection.Notes = append(r.rep.Injection.Notes, fmt.Sprintf("clients: %d requests failed (%s); %d orders committed without a 201 reaching the client",
+			dr.Orders.CreateFailed+r.loadRes.CancelFailed, errorSummary(r.loadRes.Errors), dr.Orders.CommittedUnanswered))
+	}
 	for _, f := range v.Failures(5) {
 		failed("%s", f)
 	}
@@ -246,6 +252,20 @@ func runDrill(ctx context.Context, cfg Config, d Drill) (dr DrillReport) {
 		}
 	}
 	return dr
+}
+
+// errorSummary lists failure kinds, most frequent first.
+func errorSummary(errs map[string]int) string {
+	kinds := make([]string, 0, len(errs))
+	for k := range errs {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return errs[kinds[i]] > errs[kinds[j]] })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", errs[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func seconds(d time.Duration) *float64 {
@@ -346,6 +366,7 @@ func (r *drillRun) inject(ctx context.Context, restart string, tracker chan<- re
 	switch d.kind {
 	case faultRelaysLate:
 		f.Detail = "relays started after the load"
+		f.Target = "relay-1, relay-2"
 		f.StartedAt = p.started.UTC()
 		select {
 		case <-r.loadDone:
@@ -397,6 +418,7 @@ func (r *drillRun) inject(ctx context.Context, restart string, tracker chan<- re
 			}
 		}
 		f.Detail = fmt.Sprintf("%s down for %v: %q stop / start", target, r.cfg.Outage, restart)
+		f.Target = target
 		f.StartedAt = time.Now().UTC()
 		p.note("stopping %s", target)
 		if err := runRestart(ctx, restart, "stop", filepath.Join(p.dir, "restart.log")); err != nil {
@@ -484,6 +506,7 @@ func (r *drillRun) injectFailpoint(ctx context.Context, tracker chan<- recoveryR
 	proc := p.procByName(d.target)
 	spec := d.FailpointSpec(r.cfg.Events)
 	f.Detail = fmt.Sprintf("%s with HERALD_FAILPOINTS=%s", d.target, spec)
+	f.Target = d.target
 	// The failpoint must fire while the load runs (or soon after).
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -571,6 +594,11 @@ func (r *drillRun) atDeath(ctx context.Context, exit Exit) {
 				// Kafka had acknowledged them: the takeover sent them again.
 				if acked != len(orphans) {
 					out = append(out, fmt.Sprintf("after_ack: %d of %d orphaned events are on the topic more than once", acked, len(orphans)))
+				}
+				// The consumer ran throughout, so its count is exact: every
+				// copy sent again was dropped by the inbox.
+				if r.rep.DuplicatesAbsorbed < int64(v.Topic.Duplicates) {
+					out = append(out, fmt.Sprintf("after_ack: the inbox dropped %d records, the topic holds %d duplicates", r.rep.DuplicatesAbsorbed, v.Topic.Duplicates))
 				}
 			default:
 				// Claimed, never sent: exactly one copy each.
