@@ -189,6 +189,9 @@ loop:
 	fmt.Fprintf(out, "  look      HERALD_MYSQL_DSN=<your DSN with database %s> herald status --topics %s --groups %s\n",
 		p.dbNames[0], p.topic, p.group)
 	failures := v.Failures(5)
+	if n, err := p.deadLettered(vctx); err == nil && n > 0 {
+		failures = append(failures, fmt.Sprintf("%d records dead-lettered in %s", n, p.dlqTopic()))
+	}
 	if unexpected > 0 {
 		failures = append(failures, fmt.Sprintf("%d unexpected process exits", unexpected))
 	}

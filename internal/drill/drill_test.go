@@ -65,8 +65,9 @@ func TestDrillEndToEnd(t *testing.T) {
 		t.Errorf("drill %s: %s %v", d.Name, d.Verdict, d.Failures)
 	case d.Orders.Attempted < 50 || d.Orders.Committed < 30 || d.Events < d.Orders.Committed:
 		t.Errorf("orders %+v, %d events: the load did not happen", d.Orders, d.Events)
-	case d.TopicRecords < d.Events || d.Lost != 0 || d.Ghosts != 0 || d.DoubleEffects != 0:
-		t.Errorf("%d records for %d events, %d lost, %d ghosts, %d double effects", d.TopicRecords, d.Events, d.Lost, d.Ghosts, d.DoubleEffects)
+	case d.TopicRecords < d.Events || d.Lost != 0 || d.Ghosts != 0 || d.DoubleEffects != 0 || d.DeadLettered != 0:
+		t.Errorf("%d records for %d events, %d lost, %d ghosts, %d double effects, %d dead-lettered",
+			d.TopicRecords, d.Events, d.Lost, d.Ghosts, d.DoubleEffects, d.DeadLettered)
 	case d.Reservations != d.Orders.Committed || d.Releases != d.Orders.Cancelled:
 		t.Errorf("%d reservations and %d releases for %d orders (%d cancelled)", d.Reservations, d.Releases, d.Orders.Committed, d.Orders.Cancelled)
 	case !d.Injection.Injected || d.RecoverySeconds == nil:

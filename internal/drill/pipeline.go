@@ -410,8 +410,10 @@ func (p *pipeline) close(drop bool) {
 		}
 	}
 	if drop && p.adm != nil {
-		if _, err := p.adm.DeleteTopic(ctx, p.topic); err != nil {
-			p.note("delete topic %s: %v", p.topic, err)
+		for _, t := range []string{p.topic, p.dlqTopic()} {
+			if _, err := p.adm.DeleteTopic(ctx, t); err != nil {
+				p.note("delete topic %s: %v", t, err)
+			}
 		}
 		if _, err := p.adm.DeleteGroup(ctx, p.group); err != nil {
 			p.note("delete group %s: %v", p.group, err)
@@ -423,6 +425,20 @@ func (p *pipeline) close(drop bool) {
 	if p.kcl != nil {
 		p.kcl.Close()
 	}
+}
+
+// dlqTopic is where the inventory consumer dead-letters records it gives
+// up on (it creates the topic at start).
+func (p *pipeline) dlqTopic() string { return kafka.DLQTopicName(p.topic, ConsumerName) }
+
+// deadLettered counts the records of the dead-letter topic.
+func (p *pipeline) deadLettered(ctx context.Context) (int64, error) {
+	offs, err := kafka.EndOffsets(ctx, p.adm, p.dlqTopic())
+	var n int64
+	for _, o := range offs {
+		n += o.End
+	}
+	return n, err
 }
 
 // pipelineState is the pipeline's progress, read from the databases and

@@ -68,6 +68,9 @@ type DrillReport struct {
 	Ghosts          int `json:"ghosts"`
 	OrderViolations int `json:"order_violations"`
 	DoubleEffects   int `json:"double_effects"`
+	// DeadLettered counts records the consumer gave up on (its dead-letter
+	// topic); must be 0.
+	DeadLettered int64 `json:"dead_lettered"`
 	// DuplicatesOnTopic counts records beyond an event's first (over
 	// DuplicatedEvents events); DuplicatesAbsorbed the records the inbox
 	// dropped as already applied — a lower bound, summed over the last

@@ -239,6 +239,11 @@ func runDrill(ctx context.Context, cfg Config, d Drill) (dr DrillReport) {
 		return dr
 	}
 	r.fill(v)
+	if n, err := p.deadLettered(verifyCtx); err != nil {
+		dr.Notes = append(dr.Notes, "dead-letter topic: "+err.Error())
+	} else if dr.DeadLettered = n; n > 0 {
+		failed("DEAD-LETTERED: %d records in %s: the consumer gave up on them", n, p.dlqTopic())
+	}
 	if dr.Orders.CreateFailed+r.loadRes.CancelFailed > 0 || dr.Orders.CommittedUnanswered > 0 {
 		r.rep.Injection.Notes = append(r.rep.Injection.Notes, fmt.Sprintf("clients: %d requests failed (%s); %d orders committed without a 201 reaching the client",
 			dr.Orders.CreateFailed+r.loadRes.CancelFailed, errorSummary(r.loadRes.Errors), dr.Orders.CommittedUnanswered))
