@@ -1,10 +1,10 @@
-# herald: make up | test | test-cluster | down | reset
+# herald: make up | test | test-cluster | drill | demo | down | reset
 # Every target that needs servers starts them first (stack/up.sh is idempotent).
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: up down reset test test-cluster build vet
+.PHONY: up down reset test test-cluster build vet drill demo
 
 up:
 	stack/up.sh
@@ -15,8 +15,11 @@ down:
 reset:
 	stack/reset.sh
 
+# Compiles everything and puts the binaries the drills and the demo run into
+# bin/: herald, orders, inventory, warehouse.
 build:
 	$(GO) build ./...
+	$(GO) build -o bin/ ./cmd/herald ./examples/orders ./examples/inventory ./examples/warehouse
 
 vet:
 	$(GO) vet ./...
@@ -36,3 +39,16 @@ test: up vet
 test-cluster:
 	KAFKA_BROKERS=3 stack/up.sh
 	$(GO) test $(GOTEST_FLAGS) -tags cluster -run 'TestCluster' ./...
+
+# Fault drills: the whole pipeline as processes, one fault per drill, then
+# verification; stops and restarts a broker and MariaDB (restored after).
+# Writes docs/drills/latest.md (committed) and latest.json (ignored).
+DRILL_EVENTS ?= 300
+DRILL ?= all
+drill: up build
+	bin/herald drill --drill $(DRILL) --events $(DRILL_EVENTS) --report docs/drills/latest.json
+
+# The pipeline with a steady load and no fault, on one live status line.
+DEMO_DURATION ?= 1m
+demo: up build
+	bin/herald demo --duration $(DEMO_DURATION)

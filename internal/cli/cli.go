@@ -59,6 +59,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newMigrateCommand(), newTopicsCommand(), newRelayCommand(),
-		newQuarantineCommand(), newCleanupCommand(), newStatusCommand(), newReplayCommand())
+		newQuarantineCommand(), newCleanupCommand(), newStatusCommand(), newReplayCommand(), newDrillCommand(), newDemoCommand())
 	return root
 }

@@ -1,0 +1,197 @@
+package drill_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/outbox"
+)
+
+// TestRelayFailpointsFireWhereTheySay kills `herald relay` at each of its
+// failpoints and looks at what it left behind at the moment it died: the
+// batch it claimed is leased to it and unpublished; at relay.after_claim
+// and relay.before_publish nothing of it is on the topic yet, at
+// relay.after_ack_before_mark all of it is (Kafka acknowledged, the mark
+// never happened). A second relay then takes the batch over once the lease
+// expires: nothing is lost, and only the acknowledged batch is duplicated.
+func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
+	const (
+		events     = 30
+		aggregates = 10
+		batch      = 10
+		lease      = 2 * time.Second
+	)
+	tests := []struct {
+		failpoint string
+		// acked: the batch was on the topic when the relay died.
+		acked bool
+	}{
+		{"relay.after_claim", false},
+		{"relay.before_publish", false},
+		{"relay.after_ack_before_mark", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.failpoint, func(t *testing.T) {
+			herald := filepath.Join(binDir(t), "herald")
+			db := testenv.NewHeraldDatabase(t)
+			brokers := testenv.KafkaBrokers(t)
+			topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 3})
+			writeEvents(t, db.DB, events, aggregates)
+			relay := func(name, failpoints string) *testenv.Process {
+				return testenv.StartProcess(t, testenv.ProcessOptions{
+					Name: name, Path: herald, Args: []string{"relay"}, DropEnv: []string{"HERALD_"},
+					Env: []string{
+						"HERALD_MYSQL_DSN=" + db.DSN, "HERALD_KAFKA_BROKERS=" + strings.Join(brokers, ","),
+						"HERALD_RELAY_ID=" + name, "HERALD_METRICS_ADDR=127.0.0.1:0", "HERALD_TOPICS=order=" + topic,
+						"HERALD_LEASE=" + lease.String(), fmt.Sprintf("HERALD_BATCH_SIZE=%d", batch),
+						"HERALD_FAILPOINTS=" + failpoints,
+					},
+				})
+			}
+
+			dying := relay("dying", tt.failpoint+"=crash")
+			if exit := dying.Wait(t, time.Minute); exit.Signal != syscall.SIGKILL {
+				t.Fatalf("relay ended with %v, want SIGKILL at %s\n%s", exit, tt.failpoint, dying.Tail(20))
+			}
+			if !strings.Contains(dying.Log(), "failpoint "+tt.failpoint+": crash") {
+				t.Fatalf("relay died, but not at %s:\n%s", tt.failpoint, dying.Tail(20))
+			}
+			leased := queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'dying' AND published_at IS NULL")
+			if len(leased) != batch {
+				t.Fatalf("%d events leased to the dead relay, want its batch of %d", len(leased), batch)
+			}
+			if n := len(queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NOT NULL")); n != 0 {
+				t.Fatalf("%d events marked published: the relay got past %s", n, tt.failpoint)
+			}
+			records := readTopic(t, brokers, topic)
+			onTopic := map[string]bool{}
+			for _, r := range records {
+				onTopic[r.EventID()] = true
+			}
+			switch {
+			case tt.acked && len(records) != batch:
+				t.Fatalf("%d records on the topic at the crash, want the acknowledged batch of %d", len(records), batch)
+			case !tt.acked && len(records) != 0:
+				t.Fatalf("%d records on the topic at the crash, want none: %s comes before any Kafka I/O", len(records), tt.failpoint)
+			}
+			for _, id := range leased {
+				if tt.acked && !onTopic[id] {
+					t.Errorf("leased event %s is not on the topic, yet the batch was acknowledged", id)
+				}
+			}
+
+			// A supervisor's restart: another relay takes the batch over
+			// when the lease expires.
+			rescuer := relay("rescuer", "")
+			waitFor(t, time.Minute, "every event published", func() bool {
+				return len(queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NULL")) == 0
+			})
+			if err := rescuer.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			rescuer.Wait(t, 30*time.Second)
+			rows, err := verify.LoadOutbox(context.Background(), db.DB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report := verify.Check(verify.Input{Committed: verify.Events(rows, nil), Records: readTopic(t, brokers, topic)})
+			if !report.OK() {
+				t.Fatalf("after the takeover:\n%s", report)
+			}
+			wantDups := 0
+			if tt.acked {
+				wantDups = batch
+			}
+			if report.Duplicates != wantDups {
+				t.Errorf("%d duplicates on the topic, want %d", report.Duplicates, wantDups)
+			}
+			for _, r := range rows {
+				for _, id := range leased {
+					if r.ID == id && (r.LockedBy != "rescuer" || r.Attempts < 2) {
+						t.Errorf("event %s: locked by %q after %d attempts, want taken over by rescuer", id, r.LockedBy, r.Attempts)
+					}
+				}
+			}
+		})
+	}
+}
+
+// writeEvents commits n events over the given number of aggregates.
+func writeEvents(t *testing.T, db *sql.DB, n, aggregates int) {
+	t.Helper()
+	w, err := outbox.NewWriter(outbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var evs []outbox.Event
+	for i := range n {
+		evs = append(evs, outbox.Event{
+			AggregateType: "order", AggregateID: fmt.Sprint(1 + i%aggregates), EventType: "order.created",
+			SchemaVersion: 1, Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)),
+		})
+	}
+	if _, err := w.Add(ctx, tx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func queryIDs(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readTopic(t *testing.T, brokers []string, topic string) []verify.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recs, err := verify.ReadTopic(ctx, brokers, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// waitFor polls cond every 100 ms until it holds, failing t after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
