@@ -98,7 +98,7 @@ func (s *Store) Claim(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		claim.Duration = time.Since(start)
 		return claim, tx.Commit()
 	}
-	if err := decideFates(ctx, tx, cands, req.Policy); err != nil {
+	if cands, err = decideFates(ctx, tx, cands, req.Policy); err != nil {
 		return store.Claim{}, err
 	}
 	chains, parked := choose(cands, req.Limit)
@@ -175,11 +175,59 @@ func readCandidates(ctx context.Context, tx *sql.Tx, limit int) ([]*candidate, e
 	return cands, nil
 }
 
+// predecessorRounds bounds how far back a claim follows ready predecessors
+// that are not among its candidates.
+const predecessorRounds = 4
+
+// holdRecheck is how long a candidate waits when its ready predecessor
+// could not be brought into the claim (see decideFates).
+const holdRecheck = time.Second
+
 // decideFates sets each candidate's fate from its predecessor in the
 // aggregate: a candidate may be leased when its predecessor is done
 // (published, discarded, or deleted after publication) or is a candidate
-// that may be leased.
-func decideFates(ctx context.Context, tx *sql.Tx, cands []*candidate, policy store.OrderPolicy) error {
+// that may be leased. A predecessor that is ready but lies outside the
+// candidate window (a crashed relay's expired lease, a finished backoff,
+// sorted behind its own successors) is brought into the claim as a
+// candidate, so the window cannot fill up with its successors for ever. It
+// returns the candidates, with those it added.
+func decideFates(ctx context.Context, tx *sql.Tx, cands []*candidate, policy store.OrderPolicy) ([]*candidate, error) {
+	byKey := make(map[aggregateKey]*candidate, len(cands))
+	for _, c := range cands {
+		byKey[aggregateKey{c.event.AggregateType, c.event.AggregateID, c.event.AggregateSeq}] = c
+	}
+	preds := map[aggregateKey]predecessor{}
+	var now time.Time
+	pending := cands
+	for round := 0; ; round++ {
+		var lookups []aggregateKey
+		for _, c := range pending {
+			pred := aggregateKey{c.event.AggregateType, c.event.AggregateID, c.event.AggregateSeq - 1}
+			if _, seen := preds[pred]; c.event.AggregateSeq > 1 && byKey[pred] == nil && !seen {
+				lookups = append(lookups, pred)
+			}
+		}
+		var found map[aggregateKey]predecessor
+		var err error
+		if now, found, err = readPredecessors(ctx, tx, lookups); err != nil {
+			return nil, err
+		}
+		pending = nil
+		for k, p := range found {
+			if round < predecessorRounds && p.ready(now) {
+				c := &candidate{event: store.Event{ID: p.id, AggregateType: k.typ, AggregateID: k.id, AggregateSeq: k.seq}}
+				byKey[k] = c
+				pending = append(pending, c)
+				continue
+			}
+			preds[k] = p
+		}
+		cands = append(cands, pending...)
+		if len(pending) == 0 {
+			break
+		}
+	}
+
 	bySeq := slices.Clone(cands)
 	slices.SortFunc(bySeq, func(a, b *candidate) int {
 		if c := strings.Compare(a.event.AggregateType, b.event.AggregateType); c != 0 {
@@ -190,21 +238,6 @@ func decideFates(ctx context.Context, tx *sql.Tx, cands []*candidate, policy sto
 		}
 		return compareUint(a.event.AggregateSeq, b.event.AggregateSeq)
 	})
-	byKey := make(map[aggregateKey]*candidate, len(cands))
-	for _, c := range cands {
-		byKey[aggregateKey{c.event.AggregateType, c.event.AggregateID, c.event.AggregateSeq}] = c
-	}
-	var lookups []aggregateKey
-	for _, c := range cands {
-		pred := aggregateKey{c.event.AggregateType, c.event.AggregateID, c.event.AggregateSeq - 1}
-		if c.event.AggregateSeq > 1 && byKey[pred] == nil {
-			lookups = append(lookups, pred)
-		}
-	}
-	now, preds, err := readPredecessors(ctx, tx, lookups)
-	if err != nil {
-		return err
-	}
 	for _, c := range bySeq { // a predecessor is decided before its successor
 		if c.event.AggregateSeq == 1 {
 			c.fate = lease
@@ -219,14 +252,18 @@ func decideFates(ctx context.Context, tx *sql.Tx, cands []*candidate, policy sto
 		switch {
 		case !found, p.done, policy == store.OrderSkipQuarantined && p.quarantined:
 			c.fate = lease
-		case p.leased || !p.nextAttempt.After(now):
+		case p.leased:
 			c.fate = skip
+		case p.ready(now):
+			// Still behind ready predecessors after every round: look again
+			// soon, out of the way of the window.
+			c.fate, c.parkUntil, c.behind = park, now.Add(holdRecheck), p.id
 		default:
 			// Backing off, held itself, or quarantined (Never): wait with it.
 			c.fate, c.parkUntil, c.behind = park, p.nextAttempt, p.id
 		}
 	}
-	return nil
+	return cands, nil
 }
 
 // choose picks up to limit events to lease, as whole chains (an aggregate's
@@ -322,6 +359,11 @@ type predecessor struct {
 	quarantined bool
 	leased      bool
 	nextAttempt time.Time
+}
+
+// ready says whether the predecessor could be claimed now.
+func (p predecessor) ready(now time.Time) bool {
+	return !p.done && !p.leased && !p.quarantined && !p.nextAttempt.After(now)
 }
 
 // readPredecessors reads the given events (non-locking) and returns the

@@ -399,3 +399,39 @@ func TestConcurrentClaimsNeverShareAndKeepOrder(t *testing.T) {
 		last[e.AggregateID] = e.AggregateSeq
 	}
 }
+
+// TestExpiredLeaseBehindItsSuccessorsIsReclaimed: a relay dies holding an
+// aggregate's second event. Its lease ends after the later events'
+// next_attempt_at, so they fill every claim window ahead of it; the claim
+// must still bring the orphaned event in (as a chain head), not pass over
+// its successors for ever.
+func TestExpiredLeaseBehindItsSuccessorsIsReclaimed(t *testing.T) {
+	d := testenv.NewHeraldDatabase(t)
+	st := mysql.NewStore(d.DB)
+	ctx := context.Background()
+	added := addEvents(t, d.DB, "a", "a", "a", "a", "a", "a", "a", "a")
+
+	first := claim(t, st, "relay-a", 1, time.Minute)
+	if _, err := st.Settle(ctx, first.Lease, store.Outcome{Published: ids(first.Events)}, store.OrderHold); err != nil {
+		t.Fatal(err)
+	}
+	dead := claim(t, st, "relay-dead", 1, time.Second) // a#2, never settled
+	if got := ids(dead.Events); len(got) != 1 || got[0] != added[1] {
+		t.Fatalf("the doomed relay claimed %v, want a#2", got)
+	}
+	if live := claim(t, st, "relay-b", 2, time.Minute); len(live.Events) != 0 || live.Skipped == 0 {
+		t.Fatalf("under a#2's live lease relay-b claimed %v (skipped %d), want nothing", ids(live.Events), live.Skipped)
+	}
+	var c store.Claim
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.Events) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired lease's event was never claimed again")
+		}
+		time.Sleep(50 * time.Millisecond)
+		c = claim(t, st, "relay-b", 2, time.Minute) // a window of 4 rows: a#3..a#6
+	}
+	if got := strings.Join(ids(c.Events), ","); got != added[1]+","+added[2] || c.Steals != 1 {
+		t.Fatalf("claimed %v (steals %d), want a#2 (taken over) then a#3", ids(c.Events), c.Steals)
+	}
+}
