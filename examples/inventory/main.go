@@ -22,6 +22,7 @@ import (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	slog.SetDefault(log)
 	if err := run(log); err != nil {
 		log.Error("inventory failed", "error", err)
 		os.Exit(1)

@@ -89,6 +89,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				}
 			}
 			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+			slog.SetDefault(logger)
 			cfg.Logger = logger
 			reg := metrics.NewRegistry()
 			cfg.Observer = metrics.NewRelay(reg)

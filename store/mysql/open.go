@@ -4,10 +4,26 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 )
+
+func init() {
+	// The driver prints connection trouble ("closing bad idle connection")
+	// with the standard logger, which would break a service's JSON logs.
+	driver.SetLogger(driverLogger{})
+}
+
+// driverLogger sends the driver's messages to slog's default logger (set
+// it with slog.SetDefault) as warnings.
+type driverLogger struct{}
+
+func (driverLogger) Print(v ...any) {
+	slog.Warn("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
+}
 
 // NormalizeDSN returns dsn with the settings herald relies on: DATETIME
 // columns scanned into time.Time (parseTime), read and written as UTC (loc),

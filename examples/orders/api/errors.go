@@ -2,11 +2,15 @@ package api
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
 )
 
 // Error codes of the API's error answers.
@@ -75,8 +79,17 @@ func (e deliberateRollback) Error() string {
 	return fmt.Sprintf("deliberate rollback of order %d", e.orderID)
 }
 
-// fail answers err: its own status for an *apiError, 500 for everything
-// else, whose cause is logged but never shown.
+// databaseUnreachable says whether err means the database could not be
+// reached or the connection broke (as opposed to the database refusing the
+// statement).
+func databaseUnreachable(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqldriver.ErrInvalidConn)
+}
+
+// fail answers err: its own status for an *apiError, 503 when the database
+// is unreachable, 500 for everything else, whose cause is logged but never
+// shown.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ae *apiError
@@ -90,6 +103,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusInternalServerError, ErrorResponse{ErrorDetail{
 			Code: CodeDeliberateRollback, OrderID: dr.orderID,
 			Message: "the order was written and then rolled back, as X-Herald-Rollback asked",
+		}})
+	case databaseUnreachable(err):
+		// Nothing was committed: the transaction never reached the server,
+		// or the connection broke before the commit's answer (the client's
+		// retry with the same Idempotency-Key then finds a committed order).
+		s.log.WarnContext(r.Context(), "database unreachable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, ErrorResponse{ErrorDetail{
+			Code: CodeUnavailable, Message: "the database does not answer; retry (with the same Idempotency-Key)",
 		}})
 	case errors.Is(err, context.DeadlineExceeded):
 		s.log.WarnContext(r.Context(), "request timed out", "method", r.Method, "path", r.URL.Path, "error", err.Error())
