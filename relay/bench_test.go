@@ -249,22 +249,43 @@ func benchHerald(b *testing.B, n int) {
 	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
 	bulkLoad(b, d.DB, 0, benchEvents, benchAggregates)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var relays []*relay.Relay
 	stats := &claimStats{}
+	b.ResetTimer()
+	binlog0 := binlogSize(d.DB)
+	start := time.Now()
+	stop := runRelays(b, d, brokers, topic, n, stats)
+	waitDrained(b, d.DB)
+	elapsed := time.Since(start)
+	binlog1 := binlogSize(d.DB)
+	b.StopTimer()
+	stop()
+	res := drainResult{events: benchEvents, elapsed: elapsed, binlog: -1}
+	if binlog0 >= 0 && binlog1 >= 0 {
+		res.binlog = binlog1 - binlog0
+	}
+	res.report(b, fmt.Sprintf("herald-%d", n))
+	fmt.Printf("           %v\n", stats)
+}
+
+// runRelays starts n in-process relays on d, each with its own connection
+// pool and producer as separate processes would have, and returns a
+// function that stops them.
+func runRelays(b *testing.B, d *testenv.Database, brokers []string, topic string, n int, stats *claimStats) (stop func()) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var closers []func()
+	var relays []*relay.Relay
 	for i := range n {
 		db, err := mysql.Open(ctx, d.DSN)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer db.Close()
 		producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench",
 			DeliveryTimeout: relay.LeaseDefault * 2 / 3})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer producer.Close()
+		closers = append(closers, func() { producer.Close(); db.Close() })
 		r, err := relay.New(relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
 			Logger: warnLogger(), Observer: stats}, mysql.NewStore(db), producer)
 		if err != nil {
@@ -272,33 +293,30 @@ func benchHerald(b *testing.B, n int) {
 		}
 		relays = append(relays, r)
 	}
-
-	b.ResetTimer()
-	binlog0 := binlogSize(d.DB)
-	start := time.Now()
 	var wg sync.WaitGroup
 	for _, r := range relays {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.Run(ctx) }()
 	}
-	deadline := start.Add(15 * time.Minute)
-	for unpublished(b, d.DB) > 0 {
+	return func() {
+		cancel()
+		wg.Wait()
+		for _, c := range closers {
+			c()
+		}
+	}
+}
+
+// waitDrained returns once no event is unpublished.
+func waitDrained(b *testing.B, db *sql.DB) {
+	b.Helper()
+	deadline := time.Now().Add(15 * time.Minute)
+	for unpublished(b, db) > 0 {
 		if time.Now().After(deadline) {
 			b.Fatal("not drained in 15 minutes")
 		}
 		time.Sleep(100 * time.Millisecond) // a poll of the benchmark's own progress
 	}
-	elapsed := time.Since(start)
-	binlog1 := binlogSize(d.DB)
-	b.StopTimer()
-	cancel()
-	wg.Wait()
-	res := drainResult{events: benchEvents, elapsed: elapsed, binlog: -1}
-	if binlog0 >= 0 && binlog1 >= 0 {
-		res.binlog = binlog1 - binlog0
-	}
-	res.report(b, fmt.Sprintf("herald-%d", n))
-	fmt.Printf("           %v\n", stats)
 }
 
 // ReferenceClaimQuery is the claim of the specification's source material:

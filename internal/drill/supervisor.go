@@ -168,6 +168,7 @@ func (p *Proc) wait(cmd *exec.Cmd, logFile *os.File, n int, done chan struct{}) 
 
 	p.mu.Lock()
 	stopping := p.stopping
+	p.mu.Unlock()
 	e := Exit{Service: p.svc.Name, Incarnation: n, Pid: cmd.Process.Pid, At: time.Now(), Requested: stopping, Log: p.logPath}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
@@ -178,6 +179,13 @@ func (p *Proc) wait(cmd *exec.Cmd, logFile *os.File, n int, done chan struct{}) 
 		e.How = fmt.Sprintf("exit status %d", ws.ExitStatus())
 		e.Clean = ws.ExitStatus() == 0
 	}
+	// Recorded before anyone waiting for the exit is woken, so Exits()
+	// already holds it when WaitExit returns.
+	p.sup.mu.Lock()
+	p.sup.exits = append(p.sup.exits, e)
+	p.sup.mu.Unlock()
+
+	p.mu.Lock()
 	close(done)
 	p.signalChange()
 	if time.Since(p.startedAt) < quickExit {
@@ -189,9 +197,6 @@ func (p *Proc) wait(cmd *exec.Cmd, logFile *os.File, n int, done chan struct{}) 
 	delay := min(p.sup.restartDelay<<min(max(p.quickExits-1, 0), 5), maxRestartDelay)
 	p.mu.Unlock()
 
-	p.sup.mu.Lock()
-	p.sup.exits = append(p.sup.exits, e)
-	p.sup.mu.Unlock()
 	if stopping {
 		p.sup.note("%s#%d stopped (%s)", p.svc.Name, n, e.How)
 		return
