@@ -16,24 +16,24 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 )
 
-// TestBackoff: base·2^(attempts-1), capped, ±20% jitter — the schedule of
+// TestBackoff: base·2^attempts, capped, ±20% jitter — the schedule of
 // docs/design.md with its defaults (1s base, 300s cap).
 func TestBackoff(t *testing.T) {
 	tests := []struct {
 		attempts uint32
 		want     time.Duration // with r = 0.5: no jitter
 	}{
-		{0, time.Second}, // never claimed: treated like the first attempt
-		{1, time.Second},
-		{2, 2 * time.Second},
-		{3, 4 * time.Second},
-		{4, 8 * time.Second},
-		{5, 16 * time.Second},
-		{6, 32 * time.Second},
-		{7, 64 * time.Second},
-		{8, 128 * time.Second},
-		{9, 256 * time.Second},
-		{10, 300 * time.Second}, // 512s capped
+		{0, time.Second}, // never claimed: the base
+		{1, 2 * time.Second},
+		{2, 4 * time.Second},
+		{3, 8 * time.Second},
+		{4, 16 * time.Second},
+		{5, 32 * time.Second},
+		{6, 64 * time.Second},
+		{7, 128 * time.Second},
+		{8, 256 * time.Second},
+		{9, 300 * time.Second},  // 512s capped
+		{10, 300 * time.Second}, // 1024s capped
 		{11, 300 * time.Second},
 		{12, 300 * time.Second},
 		{64, 300 * time.Second}, // no overflow past the cap

@@ -41,7 +41,7 @@ type Config struct {
 	// batch. Defaults to 250ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
-	// times. Defaults to 25 (about 1.7 hours of retries at the backoff cap).
+	// times. Defaults to 25 (about 1.5 hours of retries).
 	MaxAttempts int
 	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
 	// to 1s.
