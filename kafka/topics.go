@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,15 +50,11 @@ const (
 // consumer can then see an aggregate's new events before older ones still
 // waiting on the old partition.
 func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, allowKeyRemap bool) (TopicChange, error) {
-	details, err := adm.ListTopics(ctx, spec.Name)
+	partitions, exists, err := topicPartitions(ctx, adm, spec.Name)
 	if err != nil {
-		return "", fmt.Errorf("describe topic %s: %w", spec.Name, err)
+		return "", err
 	}
-	d, exists := details[spec.Name]
-	if exists && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-		return "", fmt.Errorf("describe topic %s: %w", spec.Name, d.Err)
-	}
-	if !exists || d.Err != nil {
+	if !exists {
 		configs := map[string]*string{}
 		for k, v := range spec.Configs {
 			configs[k] = &v
@@ -70,25 +67,31 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, allowKey
 		if err == nil {
 			err = resp.Err
 		}
-		if err != nil {
+		switch {
+		case err == nil:
+			return TopicCreated, nil
+		case !errors.Is(err, kerr.TopicAlreadyExists):
 			return "", fmt.Errorf("create topic %s (%d partitions, replication factor %d): %w",
 				spec.Name, spec.Partitions, spec.ReplicationFactor, err)
 		}
-		return TopicCreated, nil
+		// Created a moment ago, by us or by someone else, and not yet in the
+		// metadata we read: wait for it, then compare.
+		if partitions, err = waitForTopic(ctx, adm, spec.Name); err != nil {
+			return "", err
+		}
 	}
-	have := int32(len(d.Partitions))
 	switch {
-	case spec.Partitions == have:
+	case spec.Partitions == partitions:
 		return TopicUnchanged, nil
-	case spec.Partitions < have:
+	case spec.Partitions < partitions:
 		return "", fmt.Errorf("topic %s has %d partitions; Kafka cannot remove partitions (asked for %d)",
-			spec.Name, have, spec.Partitions)
+			spec.Name, partitions, spec.Partitions)
 	case !allowKeyRemap:
 		return "", fmt.Errorf("%w: topic %s has %d partitions, %d requested. Kafka assigns a key to "+
 			"hash(key) mod partitions, so most aggregates would move to another partition: their new "+
 			"events could be consumed before older ones still on the old partition, and per-aggregate "+
 			"ordering breaks until consumers have drained the old partitions. Pause the relays, let "+
-			"consumers catch up, then rerun with --allow-key-remap", ErrKeyRemap, spec.Name, have, spec.Partitions)
+			"consumers catch up, then rerun with --allow-key-remap", ErrKeyRemap, spec.Name, partitions, spec.Partitions)
 	}
 	resp, err := adm.UpdatePartitions(ctx, int(spec.Partitions), spec.Name)
 	if err == nil {
@@ -101,6 +104,40 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, allowKey
 		return "", fmt.Errorf("add partitions to %s: %w", spec.Name, err)
 	}
 	return TopicGrown, nil
+}
+
+// topicPartitions returns a topic's partition count, and whether it exists.
+func topicPartitions(ctx context.Context, adm *kadm.Client, name string) (int32, bool, error) {
+	details, err := adm.ListTopics(ctx, name)
+	if err != nil {
+		return 0, false, fmt.Errorf("describe topic %s: %w", name, err)
+	}
+	d, ok := details[name]
+	switch {
+	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return 0, false, nil
+	case d.Err != nil:
+		return 0, false, fmt.Errorf("describe topic %s: %w", name, d.Err)
+	}
+	return int32(len(d.Partitions)), true, nil
+}
+
+// waitForTopic polls the metadata until a topic that exists shows up.
+func waitForTopic(ctx context.Context, adm *kadm.Client, name string) (int32, error) {
+	for i := 0; ; i++ {
+		partitions, exists, err := topicPartitions(ctx, adm, name)
+		if err != nil || exists {
+			return partitions, err
+		}
+		if i == 50 {
+			return 0, fmt.Errorf("topic %s exists but does not show up in the metadata", name)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // TopicDescription is what `herald topics describe` shows.
