@@ -3,7 +3,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-for id in $(kafka_running_nodes | sort -rn); do
+# Brokers first, the controller (node 100) last: a broker shuts down cleanly
+# only while the controller answers.
+for id in $(kafka_running_nodes | sort -n); do
   "$REPO_DIR/stack/node.sh" stop "kafka-$id"
 done
 "$REPO_DIR/stack/node.sh" stop mariadb
