@@ -128,15 +128,10 @@ func BenchmarkConsumer(b *testing.B) {
 				go func() { errc <- run(ctx) }()
 				// The clock starts with the first finished event, so joining
 				// the group is not counted.
-				deadline := time.Now().Add(5 * time.Minute)
-				for done.Load() == 0 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond) // a benchmark's polling, not a test's
-				}
+				testenv.Eventually(b, 5*time.Minute, "the first event", func() bool { return done.Load() > 0 })
 				b.StartTimer()
 				start, from := time.Now(), done.Load()
-				for done.Load() < benchEvents && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
+				testenv.Eventually(b, 5*time.Minute, "every event", func() bool { return done.Load() >= benchEvents })
 				elapsed := time.Since(start)
 				b.StopTimer()
 				cancel()

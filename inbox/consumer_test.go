@@ -104,7 +104,7 @@ func testPoisonRecords(t *testing.T, batchSize int) {
 	startConsumer(t, cons)
 
 	adm := testenv.NewAdmin(t, brokers)
-	eventually(t, time.Minute, "lag 0", func() bool { return lagOf(t, adm, topic+"-group", topic) == 0 })
+	testenv.Eventually(t, time.Minute, "lag 0", func() bool { return lagOf(t, adm, topic+"-group", topic) == 0 })
 
 	// Applied once each, in partition order, and nothing else.
 	rows, err := db.DB.Query("SELECT event_id FROM applied ORDER BY id")
@@ -236,7 +236,7 @@ func TestTransientErrorsAreRetriedWithoutLimit(t *testing.T) {
 	_, v := orderCreated(t, 1)
 	produce(t, newProducer(t, brokers), &kgo.Record{Topic: topic, Value: v})
 	startConsumer(t, cons)
-	eventually(t, time.Minute, "the event applied", func() bool { return countRows(t, db.DB, "SELECT COUNT(*) FROM applied") == 1 })
+	testenv.Eventually(t, time.Minute, "the event applied", func() bool { return countRows(t, db.DB, "SELECT COUNT(*) FROM applied") == 1 })
 	st := cons.Stats()
 	if st.Retries[inbox.RetryTransient] != 4 || len(st.DeadLettered) != 0 || st.Processed != 1 {
 		t.Errorf("stats %+v: want 4 transient retries, no dead letter, 1 processed", st)
@@ -274,7 +274,7 @@ func TestStartAtReplaysIntoANewGroup(t *testing.T) {
 	}
 	startConsumer(t, cons)
 	adm := testenv.NewAdmin(t, brokers)
-	eventually(t, time.Minute, "lag 0", func() bool { return lagOf(t, adm, topic+"-replay", topic) == 0 })
+	testenv.Eventually(t, time.Minute, "lag 0", func() bool { return lagOf(t, adm, topic+"-replay", topic) == 0 })
 	got := countRows(t, db.DB, "SELECT COUNT(*) FROM applied")
 	gotNewer := countRows(t, db.DB, "SELECT COUNT(*) FROM applied WHERE event_id IN (?, ?, ?)", newer[0], newer[1], newer[2])
 	if got != 3 || gotNewer != 3 {

@@ -144,20 +144,6 @@ func startConsumer(t *testing.T, c *inbox.Consumer) (stop func()) {
 	return stop
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // lagOf returns the group's total lag on topic.
 func lagOf(t *testing.T, adm *kadm.Client, group, topic string) int64 {
 	t.Helper()

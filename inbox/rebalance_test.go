@@ -67,16 +67,16 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 	firstHalf := produce(0, events/2)
 
 	applied := func() int64 { return countRows(t, db.DB, "SELECT COUNT(*) FROM applied") }
-	eventually(t, 2*time.Minute, "2,000 events applied by the first instance", func() bool { return applied() >= 2000 })
+	testenv.Eventually(t, 2*time.Minute, "2,000 events applied by the first instance", func() bool { return applied() >= 2000 })
 
 	// The second instance joins while the first half is still being
 	// consumed; the second half is produced once it owns partitions, so it
 	// surely has work.
 	b := newInstance("b", 20)
 	stopB := startConsumer(t, b)
-	eventually(t, time.Minute, "the second instance to be assigned partitions", func() bool { return len(b.Stats().Assigned) > 0 })
+	testenv.Eventually(t, time.Minute, "the second instance to be assigned partitions", func() bool { return len(b.Stats().Assigned) > 0 })
 	secondHalf := produce(events/2, events)
-	eventually(t, time.Minute, "the second instance to apply events", func() bool {
+	testenv.Eventually(t, time.Minute, "the second instance to apply events", func() bool {
 		return countRows(t, db.DB, "SELECT COUNT(*) FROM applied WHERE consumer = 'b'") >= 200
 	})
 	stopB() // leaves the group: the first instance takes its partitions back
@@ -88,7 +88,7 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 	}
 
 	adm := testenv.NewAdmin(t, brokers)
-	eventually(t, 2*time.Minute, "every event applied and lag 0", func() bool {
+	testenv.Eventually(t, 2*time.Minute, "every event applied and lag 0", func() bool {
 		return applied() >= events && lagOf(t, adm, group, topic) == 0
 	})
 

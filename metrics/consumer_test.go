@@ -69,7 +69,7 @@ func TestConsumerSeriesMove(t *testing.T) {
 
 	adm := testenv.NewAdmin(t, brokers)
 	lag := metrics.NewConsumerLag(reg, adm, topic+"-group", []string{topic}, time.Hour, nil)
-	waitFor(t, "one processed, one duplicate, one dead letter, lag 0", func() bool {
+	testenv.Eventually(t, time.Minute, "one processed, one duplicate, one dead letter, lag 0", func() bool {
 		metrics.SampleLag(ctx, lag)
 		return gather(t, reg, "herald_consumer_processed_total", map[string]string{"consumer": name}) == 1 &&
 			gather(t, reg, "herald_consumer_duplicates_total", map[string]string{"consumer": name, "topic": topic}) == 1 &&

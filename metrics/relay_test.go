@@ -76,17 +76,6 @@ func gather(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 	return -1
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestRelayAndBacklogSeriesMove drives a real relay over MariaDB and Kafka
 // through the situations the metrics describe and checks each series moves
 // the way the situation says.
@@ -113,7 +102,7 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 	}
 	metrics.SampleBacklog(ctx, backlog)
 	first := gather(t, reg, "herald_outbox_oldest_age_seconds", map[string]string{"state": "claimable"})
-	waitFor(t, "the claimable age to grow", func() bool {
+	testenv.Eventually(t, time.Minute, "the claimable age to grow", func() bool {
 		metrics.SampleBacklog(ctx, backlog)
 		return gather(t, reg, "herald_outbox_oldest_age_seconds", map[string]string{"state": "claimable"}) > first+0.2
 	})
@@ -141,7 +130,7 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 
 	// The observer hears of a batch before its outcome is committed: wait
 	// for the database to agree as well.
-	waitFor(t, "6 events published and the poison event quarantined", func() bool {
+	testenv.Eventually(t, time.Minute, "6 events published and the poison event quarantined", func() bool {
 		metrics.SampleBacklog(ctx, backlog)
 		return gather(t, reg, "herald_relay_quarantined_total", nil) == 1 &&
 			sumSeries(t, reg, "herald_relay_published_total") == 6 &&

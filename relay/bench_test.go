@@ -310,13 +310,7 @@ func runRelays(b *testing.B, d *testenv.Database, brokers []string, topic string
 // waitDrained returns once no event is unpublished.
 func waitDrained(b *testing.B, db *sql.DB) {
 	b.Helper()
-	deadline := time.Now().Add(15 * time.Minute)
-	for unpublished(b, db) > 0 {
-		if time.Now().After(deadline) {
-			b.Fatal("not drained in 15 minutes")
-		}
-		time.Sleep(100 * time.Millisecond) // a poll of the benchmark's own progress
-	}
+	testenv.Eventually(b, 15*time.Minute, "the backlog drained", func() bool { return unpublished(b, db) == 0 })
 }
 
 // ReferenceClaimQuery is the claim of the specification's source material:

@@ -85,7 +85,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 	}
 	var deaths []death
 	began := time.Now()
-	waitFor(t, 3*time.Minute, "drain with crashes", func() (bool, string) {
+	testenv.WaitFor(t, 3*time.Minute, "drain with crashes", func() (bool, string) {
 		for _, s := range slots {
 			if s.incarnation <= s.killBusy && !s.proc.Exited() && len(leasedBy(s.id())) > 0 {
 				s.proc.Kill(t)

@@ -34,7 +34,7 @@ func TestThreeRelaysDrainWhileWriting(t *testing.T) {
 	lw := e.startLiveWriter(ctx, aggregates, live)
 
 	writerDoneAt := time.Duration(0)
-	waitFor(t, 2*time.Minute, "drain", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "drain", func() (bool, string) {
 		select {
 		case <-lw.done:
 			if writerDoneAt == 0 {

@@ -31,13 +31,13 @@ func TestStaleRelayCannotMarkAfterTakeover(t *testing.T) {
 
 	stale := e.relay(t, testenv.RelayOptions{Name: "stale", Lease: 2 * time.Second,
 		Failpoints: "relay.after_ack_before_mark=sleep(8s)"})
-	waitFor(t, 30*time.Second, "stale relay claims the batch", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "stale relay claims the batch", func() (bool, string) {
 		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'stale'")
 		return n == events, fmt.Sprintf("%d of %d leased by stale", n, events)
 	})
 
 	fresh := e.relay(t, testenv.RelayOptions{Name: "fresh", Lease: 30 * time.Second})
-	waitFor(t, 30*time.Second, "fresh relay takes over and publishes", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "fresh relay takes over and publishes", func() (bool, string) {
 		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'fresh' AND published_at IS NOT NULL")
 		return n == events, fmt.Sprintf("%d of %d published by fresh", n, events)
 	})

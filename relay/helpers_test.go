@@ -165,23 +165,6 @@ func (lw *liveWriter) wait(t *testing.T) (committed int, rolledBack []string) {
 	return lw.committed, lw.rolledBack
 }
 
-// waitFor polls cond every 50ms until it returns true, and fails t after
-// timeout with cond's last description of the state.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, timeout, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // count runs a COUNT(*) query.
 func count(t *testing.T, db *sql.DB, query string, args ...any) int {
 	t.Helper()
@@ -195,7 +178,7 @@ func count(t *testing.T, db *sql.DB, query string, args ...any) int {
 // waitDrained waits until no committed event is left unpublished.
 func (e *env) waitDrained(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, "every event published", func() (bool, string) {
+	testenv.WaitFor(t, timeout, "every event published", func() (bool, string) {
 		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})

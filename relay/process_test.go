@@ -74,7 +74,7 @@ func TestSigtermFinishesTheBatch(t *testing.T) {
 		Failpoints: "relay.before_publish=sleep(3s)"})
 
 	var claimed []string
-	waitFor(t, 30*time.Second, "first batch claimed", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "first batch claimed", func() (bool, string) {
 		claimed = ids(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL")
 		return len(claimed) > 0, "nothing claimed"
 	})

@@ -89,7 +89,7 @@ func TestFailureTextIsScrubbed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	waitFor(t, 30*time.Second, "both heads quarantined", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "both heads quarantined", func() (bool, string) {
 		n := count(t, d.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
 		return n == 2, fmt.Sprintf("%d quarantined", n)
 	})

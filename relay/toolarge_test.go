@@ -52,7 +52,7 @@ func TestTooLargeRecordIsQuarantined(t *testing.T) {
 	held := []string{bigHead[1], bigHead[2], bigMid[2], bigMid[3]}
 
 	p := e.relay(t, testenv.RelayOptions{Name: "relay-big"})
-	waitFor(t, time.Minute, "big events quarantined, the rest published", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "big events quarantined, the rest published", func() (bool, string) {
 		published := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
 		quarantined := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
 		parked := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND next_attempt_at = ?", store.Never)

@@ -72,7 +72,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 		<-done
 	}()
 
-	waitUntil(t, "the poison event quarantined, its successors held, q published", func() bool {
+	testenv.Eventually(t, time.Minute, "the poison event quarantined, its successors held, q published", func() bool {
 		b, err := st.ReadBacklog(ctx)
 		return err == nil && b.Quarantined == 1 && b.Held == 2 && b.Ready+b.Leased+b.BackingOff == 0
 	})
@@ -95,7 +95,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "2 held event(s) released") {
 		t.Fatalf("retry: exit %d\n%s", code, out)
 	}
-	waitUntil(t, "everything published", func() bool {
+	testenv.Eventually(t, time.Minute, "everything published", func() bool {
 		var n int
 		d.DB.QueryRow("SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL").Scan(&n)
 		return n == 0
@@ -116,16 +116,5 @@ func TestQuarantineRoundTrip(t *testing.T) {
 	d.DB.QueryRow("SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND action = 'retry' AND actor = 'oncall'", poison).Scan(&audits)
 	if audits != 1 {
 		t.Errorf("%d audit rows for the retry, want 1", audits)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

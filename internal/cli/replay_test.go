@@ -113,13 +113,10 @@ func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
 		stop()
 		<-done
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
-	for s := c.Stats(); s.Processed+s.Duplicates < events; s = c.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer read %d of %d replayed records", s.Processed+s.Duplicates, events)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 2*time.Minute, "the consumer reading every replayed record", func() (bool, string) {
+		s := c.Stats()
+		return s.Processed+s.Duplicates >= events, fmt.Sprintf("%d of %d read", s.Processed+s.Duplicates, events)
+	})
 	if s := c.Stats(); s.Processed != events/2 || s.Duplicates != events/2 {
 		t.Errorf("consumer applied %d and absorbed %d duplicates; want %d and %d", s.Processed, s.Duplicates, events/2, events/2)
 	}

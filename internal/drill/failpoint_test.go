@@ -91,7 +91,7 @@ func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
 			// A supervisor's restart: another relay takes the batch over
 			// when the lease expires.
 			rescuer := relay("rescuer", "")
-			waitFor(t, time.Minute, "every event published", func() bool {
+			testenv.Eventually(t, time.Minute, "every event published", func() bool {
 				return len(queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NULL")) == 0
 			})
 			if err := rescuer.Signal(syscall.SIGTERM); err != nil {
@@ -182,16 +182,4 @@ func readTopic(t *testing.T, brokers []string, topic string) []verify.Record {
 		t.Fatal(err)
 	}
 	return recs
-}
-
-// waitFor polls cond every 100 ms until it holds, failing t after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -341,6 +341,8 @@ func TestConcurrentClaimsNeverShareAndKeepOrder(t *testing.T) {
 			defer wg.Done()
 			relayID := fmt.Sprintf("relay-%d", r)
 			deadline := time.Now().Add(2 * time.Minute)
+			tick := time.NewTicker(20 * time.Millisecond) // the rest is leased or held: poll again
+			defer tick.Stop()
 			for {
 				mu.Lock()
 				done := len(published) == len(added)
@@ -358,7 +360,7 @@ func TestConcurrentClaimsNeverShareAndKeepOrder(t *testing.T) {
 					return
 				}
 				if len(c.Events) == 0 {
-					time.Sleep(20 * time.Millisecond) // the rest is leased or held: poll again
+					<-tick.C
 					continue
 				}
 				mu.Lock()
@@ -423,14 +425,10 @@ func TestExpiredLeaseBehindItsSuccessorsIsReclaimed(t *testing.T) {
 		t.Fatalf("under a#2's live lease relay-b claimed %v (skipped %d), want nothing", ids(live.Events), live.Skipped)
 	}
 	var c store.Claim
-	deadline := time.Now().Add(10 * time.Second)
-	for len(c.Events) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the expired lease's event was never claimed again")
-		}
-		time.Sleep(50 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "the expired lease's event claimed again", func() bool {
 		c = claim(t, st, "relay-b", 2, time.Minute) // a window of 4 rows: a#3..a#6
-	}
+		return len(c.Events) > 0
+	})
 	if got := strings.Join(ids(c.Events), ","); got != added[1]+","+added[2] || c.Steals != 1 {
 		t.Fatalf("claimed %v (steals %d), want a#2 (taken over) then a#3", ids(c.Events), c.Steals)
 	}

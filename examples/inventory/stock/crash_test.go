@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/testenv"
+
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/internal/failpoint"
@@ -60,7 +62,7 @@ func TestCrashBetweenCommitAndCall(t *testing.T) {
 
 			addr := freeAddr(t)
 			second := startInventory(t, f, "HERALD_INVENTORY_ADDR="+addr)
-			eventually(t, time.Minute, "the warehouse called and the lag at 0", func() bool {
+			testenv.Eventually(t, time.Minute, "the warehouse called and the lag at 0", func() bool {
 				return f.warehouseStats(t).Effects == 1 &&
 					f.count(t, "SELECT COUNT(*) FROM warehouse_calls WHERE status = 'done'") == 1 &&
 					f.lag(t) == 0

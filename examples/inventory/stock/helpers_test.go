@@ -170,19 +170,6 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // runService runs an in-process inventory service until t ends.
 func runService(t *testing.T, f *fixture, cfg stock.Config) *stock.Service {
 	t.Helper()

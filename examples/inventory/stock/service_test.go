@@ -8,6 +8,7 @@ import (
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
+	"github.com/herald-outbox/herald/internal/testenv"
 )
 
 var twoOfSKU1 = contract.OrderItem{SKU: "SKU-1", Quantity: 2, UnitPrice: "9.99"}
@@ -22,7 +23,7 @@ func TestSameEventDeliveredFiveTimes(t *testing.T) {
 	f.produce(t, "7", created, created, created, created, created)
 	svc := runService(t, f, stock.Config{})
 
-	eventually(t, time.Minute, "five deliveries handled and the warehouse called", func() bool {
+	testenv.Eventually(t, time.Minute, "five deliveries handled and the warehouse called", func() bool {
 		st := svc.Stats()
 		return st.Processed+st.Duplicates == 5 && f.warehouseStats(t).Effects == 1 &&
 			f.count(t, "SELECT COUNT(*) FROM warehouse_calls WHERE status = 'done'") == 1
@@ -44,7 +45,7 @@ func TestSameEventDeliveredFiveTimes(t *testing.T) {
 
 	_, cancelled := event(t, contract.TypeOrderCancelled, 7, twoOfSKU1)
 	f.produce(t, "7", cancelled, cancelled)
-	eventually(t, time.Minute, "the cancellation handled and the warehouse called", func() bool {
+	testenv.Eventually(t, time.Minute, "the cancellation handled and the warehouse called", func() bool {
 		st := svc.Stats()
 		return st.Processed+st.Duplicates == 7 && f.warehouseStats(t).Effects == 2 &&
 			f.count(t, "SELECT COUNT(*) FROM warehouse_calls WHERE status = 'done'") == 2
@@ -61,7 +62,7 @@ func TestSameEventDeliveredFiveTimes(t *testing.T) {
 	if n := f.count(t, "SELECT COUNT(*) FROM reservations WHERE order_id = 7 AND status = 'released'"); n != 1 {
 		t.Errorf("%d released reservations, want 1", n)
 	}
-	eventually(t, 30*time.Second, "lag 0", func() bool { return f.lag(t) == 0 })
+	testenv.Eventually(t, 30*time.Second, "lag 0", func() bool { return f.lag(t) == 0 })
 }
 
 // TestShortStockRejectsOnce: with auto-provisioning off, an order for more
@@ -77,7 +78,7 @@ func TestShortStockRejectsOnce(t *testing.T) {
 	_, fits := event(t, contract.TypeOrderCreated, 3, contract.OrderItem{SKU: "SKU-1", Quantity: 3, UnitPrice: "1.00"})
 	f.produce(t, "x", tooBig, tooBig, unknown, fits)
 	svc := runService(t, f, stock.Config{DisableAutoProvision: true})
-	eventually(t, time.Minute, "four deliveries handled", func() bool {
+	testenv.Eventually(t, time.Minute, "four deliveries handled", func() bool {
 		st := svc.Stats()
 		return st.Processed+st.Duplicates == 4 && f.warehouseStats(t).Effects == 1
 	})
