@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,23 +13,9 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 )
 
-// binary is the orders command, built once by TestMain.
-var binary string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "herald-orders-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "orders")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testenv.RemoveBuilt()
 	os.Exit(code)
 }
 
@@ -64,13 +44,13 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("%d orders and %d events, want 1 and 1", orders, events)
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.wait(t, 30*time.Second); err != nil {
-		t.Fatalf("after SIGTERM: %v (want exit code 0)\n%s", err, p.logs.String())
+	if exit := p.Wait(t, 30*time.Second); exit.Code != 0 {
+		t.Fatalf("after SIGTERM: %v (want exit code 0)\n%s", exit, p.Log())
 	}
-	out := p.logs.String()
+	out := p.Log()
 	if !strings.Contains(out, `"msg":"stopped"`) {
 		t.Errorf("no clean-stop log line:\n%s", out)
 	}
@@ -100,22 +80,18 @@ func TestBinaryCrashAfterCommit(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("got an answer (%d %s), want the process to die first", resp.StatusCode, body)
 	}
-	err := p.wait(t, 30*time.Second)
-	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("exit: %v, want death by SIGKILL\n%s", err, p.logs.String())
+	if exit := p.Wait(t, 30*time.Second); exit.Signal != syscall.SIGKILL {
+		t.Fatalf("exit: %v, want death by SIGKILL\n%s", exit, p.Log())
 	}
 	if orders, events := counts(t, d); orders != 1 || events != 1 {
 		t.Errorf("%d orders and %d events after the crash, want 1 and 1 (the rolled-back order left nothing)", orders, events)
 	}
 }
 
-// process is a running orders binary.
+// process is a running orders binary and the base URL it serves.
 type process struct {
-	cmd    *exec.Cmd
-	base   string
-	logs   *logBuffer
-	exited chan error
-	waited bool
+	*testenv.Process
+	base string
 }
 
 // startBinary starts the binary on d with HERALD_ORDERS_ADDR=127.0.0.1:0 (the
@@ -124,86 +100,34 @@ type process struct {
 // is still running.
 func startBinary(t *testing.T, d *testenv.Database, env ...string) *process {
 	t.Helper()
-	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(), "HERALD_ORDERS_ADDR=127.0.0.1:0", "HERALD_MYSQL_DSN="+d.DSN, "HERALD_FAILPOINTS=")
-	cmd.Env = append(cmd.Env, env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, logs: &logBuffer{}, exited: make(chan error, 1)}
-	addrs := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.logs.add(sc.Text())
+	p := &process{Process: testenv.StartProcess(t, testenv.ProcessOptions{
+		Path:    testenv.Binary(t, "./examples/orders"),
+		DropEnv: []string{"HERALD_"},
+		Env:     append([]string{"HERALD_ORDERS_ADDR=127.0.0.1:0", "HERALD_MYSQL_DSN=" + d.DSN}, env...),
+	})}
+	testenv.WaitFor(t, time.Minute, "the listening log line", func() (bool, string) {
+		exited := p.Exited()
+		for _, l := range strings.Split(p.Log(), "\n") {
 			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addrs <- line.Addr
+			if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "listening" {
+				p.base = "http://" + line.Addr
+				return true, ""
 			}
 		}
-		io.Copy(io.Discard, stderr)
-		p.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if !p.waited {
-			cmd.Process.Kill()
-			<-p.exited
+		if exited {
+			t.Fatalf("the binary exited before listening: %v\n%s", p.Exit(), p.Log())
 		}
+		return false, p.Tail(5)
 	})
-
-	select {
-	case addr := <-addrs:
-		p.base = "http://" + addr
-	case err := <-p.exited:
-		p.waited = true
-		t.Fatalf("the binary exited before listening: %v\n%s", err, p.logs.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("no listening log line within a minute\n%s", p.logs.String())
-	}
-	p.waitHealthy(t)
+	testenv.Eventually(t, 30*time.Second, "/healthz answering 200", func() bool {
+		resp, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	return p
-}
-
-// wait waits up to timeout for the process to exit and returns cmd.Wait's
-// error.
-func (p *process) wait(t *testing.T, timeout time.Duration) error {
-	t.Helper()
-	select {
-	case err := <-p.exited:
-		p.waited = true
-		return err
-	case <-time.After(timeout):
-		t.Fatalf("still running after %v\n%s", timeout, p.logs.String())
-		return nil
-	}
-}
-
-// waitHealthy polls GET /healthz until it answers 200, for at most 30 s.
-func (p *process) waitHealthy(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", p.base+"/healthz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("/healthz did not answer 200 within 30 s (last error %v)\n%s", err, p.logs.String())
-		case <-tick.C:
-		}
-	}
 }
 
 type answer struct {
@@ -240,22 +164,4 @@ func counts(t *testing.T, d *testenv.Database) (orders, events int) {
 		t.Fatal(err)
 	}
 	return orders, events
-}
-
-// logBuffer collects the child's log lines.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuffer) add(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, line)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.lines, "\n")
 }

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -207,22 +206,16 @@ func (p *Process) Tail(n int) string {
 // t after timeout or if the process exits first without writing it.
 func (p *Process) WaitForLog(t testing.TB, substr string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	WaitFor(t, timeout, fmt.Sprintf("%s logging %q", p.Name, substr), func() (bool, string) {
+		exited := p.Exited()
 		if strings.Contains(p.Log(), substr) {
-			return
+			return true, ""
 		}
-		if p.Exited() {
-			if strings.Contains(p.Log(), substr) {
-				return
-			}
+		if exited {
 			t.Fatalf("%s exited (%v) without logging %q; log tail:\n%s", p.Name, p.Exit(), substr, p.Tail(20))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not log %q within %v; log tail:\n%s", p.Name, substr, timeout, p.Tail(20))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, "log tail:\n" + p.Tail(20)
+	})
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
@@ -244,44 +237,59 @@ func sanitize(name string) string {
 	}, name)
 }
 
-var herald struct {
-	once sync.Once
+// built holds the binaries this test process built, in one directory,
+// each under its package's base name (herald, orders, inventory, ...).
+var built struct {
+	mu   sync.Mutex
 	dir  string
-	path string
-	err  error
+	path map[string]string // package -> binary
 }
 
-// HeraldBinary builds cmd/herald once per test process and returns the
-// binary's path. Call RemoveBuilt from TestMain to delete it afterwards.
-func HeraldBinary(t testing.TB) string {
+// Binary builds the main package pkg ("./cmd/herald",
+// "./examples/orders"; relative to the repository root) once per test
+// process and returns the binary's path. Binaries built by one process share
+// a directory, as `make build` puts them into bin/. Call RemoveBuilt from
+// TestMain to delete them afterwards.
+func Binary(t testing.TB, pkg string) string {
 	t.Helper()
 	root := RepoRoot(t)
-	herald.once.Do(func() {
-		herald.dir, herald.err = os.MkdirTemp("", "herald-testbin-")
-		if herald.err != nil {
-			return
-		}
-		herald.path = filepath.Join(herald.dir, "herald")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", herald.path, "./cmd/herald")
-		cmd.Dir = root
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			herald.err = fmt.Errorf("go build ./cmd/herald: %v\n%s", err, out.String())
-		}
-	})
-	if herald.err != nil {
-		t.Fatal(herald.err)
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if path, ok := built.path[pkg]; ok {
+		return path
 	}
-	return herald.path
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "herald-testbin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir, built.path = dir, map[string]string{}
+	}
+	path := filepath.Join(built.dir, filepath.Base(pkg))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", path, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	built.path[pkg] = path
+	return path
 }
 
-// RemoveBuilt deletes the binaries HeraldBinary built.
+// HeraldBinary is Binary(t, "./cmd/herald").
+func HeraldBinary(t testing.TB) string {
+	t.Helper()
+	return Binary(t, "./cmd/herald")
+}
+
+// RemoveBuilt deletes the binaries Binary built.
 func RemoveBuilt() {
-	if herald.dir != "" {
-		os.RemoveAll(herald.dir)
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+		built.dir, built.path = "", nil
 	}
 }
 

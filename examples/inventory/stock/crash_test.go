@@ -1,8 +1,6 @@
 package stock_test
 
 import (
-	"errors"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +36,7 @@ func TestCrashBetweenCommitAndCall(t *testing.T) {
 			f.produce(t, "11", created)
 
 			first := startInventory(t, f, "HERALD_INVENTORY_ADDR=-", "HERALD_FAILPOINTS="+tt.failpoint+"=crash")
-			first.wait(t, 2*time.Minute)
+			first.Wait(t, 2*time.Minute)
 			assertKilled(t, first)
 
 			// The database transaction committed before the process died...
@@ -86,25 +84,19 @@ func TestCrashBetweenCommitAndCall(t *testing.T) {
 			}
 
 			// SIGTERM drains and exits 0.
-			if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := second.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			second.wait(t, time.Minute)
-			if second.err != nil {
-				t.Errorf("after SIGTERM: %v, want exit status 0", second.err)
+			if exit := second.Wait(t, time.Minute); exit.Code != 0 {
+				t.Errorf("after SIGTERM: %v, want exit status 0", exit)
 			}
 		})
 	}
 }
 
-func assertKilled(t *testing.T, p *process) {
+func assertKilled(t *testing.T, p *testenv.Process) {
 	t.Helper()
-	var exit *exec.ExitError
-	if !errors.As(p.err, &exit) {
-		t.Fatalf("inventory exited with %v, want death by SIGKILL\n%s", p.err, p.out.String())
-	}
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("inventory exited with %v, want death by SIGKILL\n%s", p.err, p.out.String())
+	if exit := p.Exit(); exit.Signal != syscall.SIGKILL {
+		t.Fatalf("inventory exited with %v, want death by SIGKILL\n%s", exit, p.Log())
 	}
 }

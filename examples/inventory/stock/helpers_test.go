@@ -10,10 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -204,35 +201,6 @@ func runService(t *testing.T, f *fixture, cfg stock.Config) *stock.Service {
 	return svc
 }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// inventoryBinary builds ./examples/inventory once per test process.
-func inventoryBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-inventory-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "inventory")
-		cmd := exec.Command("go", "build", "-o", binary, "./examples/inventory")
-		cmd.Dir = testenv.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = err
-			binary = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build inventory: %v\n%s", buildErr, binary)
-	}
-	return binary
-}
-
 // freeAddr returns a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -244,79 +212,28 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// process is a running inventory binary.
-type process struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startInventory runs the inventory binary against f with extra
 // environment; it is killed when t ends if it still runs.
-func startInventory(t *testing.T, f *fixture, extra ...string) *process {
+func startInventory(t *testing.T, f *fixture, extra ...string) *testenv.Process {
 	t.Helper()
-	cmd := exec.Command(inventoryBinary(t))
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HERALD_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env,
-		"HERALD_MYSQL_DSN="+f.db.DSN,
-		"HERALD_KAFKA_BROKERS="+strings.Join(f.brokers, ","),
-		"HERALD_INVENTORY_TOPICS="+f.topic,
-		"HERALD_INVENTORY_GROUP="+f.group,
-		"HERALD_WAREHOUSE_URL="+f.warehouse.URL,
-		"HERALD_INVENTORY_SESSION_TIMEOUT=6s",
-		"HERALD_INVENTORY_SWEEP_INTERVAL=100ms",
-		"HERALD_INVENTORY_SWEEP_GRACE=100ms",
-	)
-	cmd.Env = append(cmd.Env, extra...)
-	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("inventory output:\n%s", p.out.String())
-		}
+	return testenv.StartProcess(t, testenv.ProcessOptions{
+		Path:    testenv.Binary(t, "./examples/inventory"),
+		DropEnv: []string{"HERALD_"},
+		Env: append([]string{
+			"HERALD_MYSQL_DSN=" + f.db.DSN,
+			"HERALD_KAFKA_BROKERS=" + strings.Join(f.brokers, ","),
+			"HERALD_INVENTORY_TOPICS=" + f.topic,
+			"HERALD_INVENTORY_GROUP=" + f.group,
+			"HERALD_WAREHOUSE_URL=" + f.warehouse.URL,
+			"HERALD_INVENTORY_SESSION_TIMEOUT=6s",
+			"HERALD_INVENTORY_SWEEP_INTERVAL=100ms",
+			"HERALD_INVENTORY_SWEEP_GRACE=100ms",
+		}, extra...),
 	})
-	return p
 }
 
-// wait waits for the process to exit.
-func (p *process) wait(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("inventory still runs after %s\n%s", timeout, p.out.String())
-	}
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveBuilt()
+	os.Exit(code)
 }
