@@ -207,10 +207,12 @@ func decideFates(ctx context.Context, tx *sql.Tx, cands []*candidate, policy sto
 				lookups = append(lookups, pred)
 			}
 		}
-		var found map[aggregateKey]predecessor
-		var err error
-		if now, found, err = readPredecessors(ctx, tx, lookups); err != nil {
+		at, found, err := readPredecessors(ctx, tx, lookups)
+		if err != nil {
 			return nil, err
+		}
+		if !at.IsZero() {
+			now = at // the clock of the latest read; a round without reads keeps it
 		}
 		pending = nil
 		for k, p := range found {
@@ -298,7 +300,8 @@ func choose(cands []*candidate, limit int) (chains [][]*candidate, parked []*can
 }
 
 // lockChosen locks the chosen candidates that are still ready and fills in
-// the leased ones' rows; it returns the database's time.
+// the leased ones' rows; it returns the database's time, zero when it locked
+// nothing (there is then no lease).
 func lockChosen(ctx context.Context, tx *sql.Tx, chains [][]*candidate, parked []*candidate) (time.Time, error) {
 	byID := map[string]*candidate{}
 	for _, chain := range chains {
@@ -311,8 +314,7 @@ func lockChosen(ctx context.Context, tx *sql.Tx, chains [][]*candidate, parked [
 	}
 	var now time.Time
 	if len(byID) == 0 {
-		err := tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
-		return now, err
+		return now, nil // nothing to lease or park: no lease to date
 	}
 	ids := make([]string, 0, len(byID))
 	for id := range byID {
@@ -347,10 +349,7 @@ func lockChosen(ctx context.Context, tx *sql.Tx, chains [][]*candidate, parked [
 	if err := rows.Err(); err != nil {
 		return now, fmt.Errorf("claim: lock candidates: %w", err)
 	}
-	if now.IsZero() { // nothing was still ready
-		err = tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
-	}
-	return now, err
+	return now, nil // zero when nothing was still ready: nothing is leased
 }
 
 type predecessor struct {
@@ -367,13 +366,13 @@ func (p predecessor) ready(now time.Time) bool {
 }
 
 // readPredecessors reads the given events (non-locking) and returns the
-// database's time with them.
+// database's time with them (zero when there was none to read: no fate then
+// depends on it).
 func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (time.Time, map[aggregateKey]predecessor, error) {
 	out := make(map[aggregateKey]predecessor, len(keys))
 	var now time.Time
 	if len(keys) == 0 {
-		err := tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
-		return now, out, err
+		return now, out, nil // no predecessor to judge against the clock
 	}
 	var q strings.Builder
 	q.WriteString(`SELECT NOW(6), aggregate_type, aggregate_id, aggregate_seq, id,
@@ -405,10 +404,7 @@ func readPredecessors(ctx context.Context, tx *sql.Tx, keys []aggregateKey) (tim
 	if err := rows.Err(); err != nil {
 		return now, nil, fmt.Errorf("claim: read predecessors: %w", err)
 	}
-	if now.IsZero() { // every predecessor was deleted
-		err = tx.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
-	}
-	return now, out, err
+	return now, out, nil // zero when none was found: every one is absent, so done
 }
 
 // parkHeld moves held candidates out of the claim range until the event
