@@ -23,26 +23,13 @@ import (
 
 func addEvent(t *testing.T, d *testenv.Database, aggregateID string, payloadBytes int) string {
 	t.Helper()
-	w, _ := outbox.NewWriter(outbox.Config{})
-	tx, err := d.DB.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
 	// Random bytes: the producer compresses, and a repetitive payload would
 	// shrink below the topic's max.message.bytes.
 	pad := make([]byte, payloadBytes*3/4)
 	rand.Read(pad)
 	payload, _ := json.Marshal(map[string]string{"pad": base64.StdEncoding.EncodeToString(pad)})
-	ids, err := w.Add(context.Background(), tx, outbox.Event{AggregateType: "order", AggregateID: aggregateID,
-		EventType: "order.created", SchemaVersion: 1, Payload: payload})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return ids[0]
+	return testenv.AddEvents(t, d.DB, outbox.Event{AggregateType: "order", AggregateID: aggregateID,
+		EventType: "order.created", SchemaVersion: 1, Payload: payload})[0]
 }
 
 // gather returns the value of one series, or -1 when it is absent.

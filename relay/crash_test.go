@@ -81,7 +81,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 	// leasedBy lists the unpublished rows a relay id holds: for a dead
 	// relay, the batch it was working on.
 	leasedBy := func(relayID string) []string {
-		return ids(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = ? AND published_at IS NULL", relayID)
+		return testenv.Strings(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = ? AND published_at IS NULL", relayID)
 	}
 	var deaths []death
 	began := time.Now()

@@ -184,28 +184,6 @@ func (e *env) waitDrained(t *testing.T, timeout time.Duration) {
 	})
 }
 
-// ids returns the ids a query selects.
-func ids(t *testing.T, db *sql.DB, query string, args ...any) []string {
-	t.Helper()
-	rows, err := db.Query(query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // verifyTopic reads the topic with kcat and checks it against the outbox:
 // the rows keep selects must be on the topic, in order per aggregate, and
 // the events in absent must not be. It fails t on any problem and logs the

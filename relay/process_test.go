@@ -75,7 +75,7 @@ func TestSigtermFinishesTheBatch(t *testing.T) {
 
 	var claimed []string
 	testenv.WaitFor(t, 30*time.Second, "first batch claimed", func() (bool, string) {
-		claimed = ids(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL")
+		claimed = testenv.Strings(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL")
 		return len(claimed) > 0, "nothing claimed"
 	})
 	if err := p.Signal(syscall.SIGTERM); err != nil {

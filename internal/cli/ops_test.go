@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
@@ -34,36 +33,13 @@ func run(t *testing.T, args ...string) (string, int) {
 	return out.String() + err.Error(), 1
 }
 
-func addOrderEvents(t *testing.T, d *testenv.Database, aggregateIDs ...string) []string {
-	t.Helper()
-	w, _ := outbox.NewWriter(outbox.Config{})
-	tx, err := d.DB.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	var events []outbox.Event
-	for _, id := range aggregateIDs {
-		events = append(events, outbox.Event{AggregateType: "order", AggregateID: id, EventType: "order.created",
-			SchemaVersion: 1, Payload: json.RawMessage(`{"order_id":1}`)})
-	}
-	ids, err := w.Add(context.Background(), tx, events...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
-
 // TestQuarantineCommands walks an operator through a poison event with the
 // CLI: status shows it, list finds it by class, show prints its failure,
 // retry --dry-run changes nothing, discard needs a reason and is audited.
 func TestQuarantineCommands(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
-	ids := addOrderEvents(t, d, "7", "7")
+	ids := testenv.AddEvents(t, d.DB, testenv.OrderEvents("7", "7")...)
 	c, err := st.Claim(context.Background(), store.ClaimRequest{RelayID: "r", Limit: 10, Lease: time.Minute, Policy: store.OrderHold})
 	if err != nil || len(c.Events) != 2 {
 		t.Fatalf("claim: %v, %d events", err, len(c.Events))

@@ -2,7 +2,6 @@ package drill_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
-	"github.com/herald-outbox/herald/outbox"
 )
 
 // TestRelayFailpointsFireWhereTheySay kills `herald relay` at each of its
@@ -44,7 +42,11 @@ func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
 			db := testenv.NewHeraldDatabase(t)
 			brokers := testenv.KafkaBrokers(t)
 			topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 3})
-			writeEvents(t, db.DB, events, aggregates)
+			aggs := make([]string, events)
+			for i := range aggs {
+				aggs[i] = fmt.Sprint(1 + i%aggregates)
+			}
+			testenv.AddEvents(t, db.DB, testenv.OrderEvents(aggs...)...)
 			relay := func(name, failpoints string) *testenv.Process {
 				return testenv.StartProcess(t, testenv.ProcessOptions{
 					Name: name, Path: herald, Args: []string{"relay"}, DropEnv: []string{"HERALD_"},
@@ -64,11 +66,11 @@ func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
 			if !strings.Contains(dying.Log(), "failpoint "+tt.failpoint+": crash") {
 				t.Fatalf("relay died, but not at %s:\n%s", tt.failpoint, dying.Tail(20))
 			}
-			leased := queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'dying' AND published_at IS NULL")
+			leased := testenv.Strings(t, db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'dying' AND published_at IS NULL")
 			if len(leased) != batch {
 				t.Fatalf("%d events leased to the dead relay, want its batch of %d", len(leased), batch)
 			}
-			if n := len(queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NOT NULL")); n != 0 {
+			if n := len(testenv.Strings(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NOT NULL")); n != 0 {
 				t.Fatalf("%d events marked published: the relay got past %s", n, tt.failpoint)
 			}
 			records := readTopic(t, brokers, topic)
@@ -92,7 +94,7 @@ func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
 			// when the lease expires.
 			rescuer := relay("rescuer", "")
 			testenv.Eventually(t, time.Minute, "every event published", func() bool {
-				return len(queryIDs(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NULL")) == 0
+				return len(testenv.Strings(t, db.DB, "SELECT id FROM outbox_events WHERE published_at IS NULL")) == 0
 			})
 			if err := rescuer.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
@@ -122,55 +124,6 @@ func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
 			}
 		})
 	}
-}
-
-// writeEvents commits n events over the given number of aggregates.
-func writeEvents(t *testing.T, db *sql.DB, n, aggregates int) {
-	t.Helper()
-	w, err := outbox.NewWriter(outbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	var evs []outbox.Event
-	for i := range n {
-		evs = append(evs, outbox.Event{
-			AggregateType: "order", AggregateID: fmt.Sprint(1 + i%aggregates), EventType: "order.created",
-			SchemaVersion: 1, Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)),
-		})
-	}
-	if _, err := w.Add(ctx, tx, evs...); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func queryIDs(t *testing.T, db *sql.DB, query string) []string {
-	t.Helper()
-	rows, err := db.Query(query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func readTopic(t *testing.T, brokers []string, topic string) []verify.Record {

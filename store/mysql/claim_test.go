@@ -3,7 +3,6 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,39 +10,9 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
-
-// addEvents commits events for the given aggregate ids, one event per id
-// entry, in order, and returns their ids.
-func addEvents(t *testing.T, db *sql.DB, aggregateIDs ...string) []string {
-	t.Helper()
-	w, err := outbox.NewWriter(outbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	events := make([]outbox.Event, len(aggregateIDs))
-	for i, id := range aggregateIDs {
-		events[i] = outbox.Event{AggregateType: "order", AggregateID: id, EventType: "order.created",
-			SchemaVersion: 1, Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
-	}
-	ids, err := w.Add(ctx, tx, events...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
 
 func claim(t *testing.T, st *mysql.Store, relayID string, limit int, lease time.Duration) store.Claim {
 	t.Helper()
@@ -96,7 +65,7 @@ func dbNow(t *testing.T, db *sql.DB) time.Time {
 func TestClaimLeasesAndHidesRows(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
-	added := addEvents(t, d.DB, "1", "2", "3")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("1", "2", "3")...)
 
 	a := claim(t, st, "relay-a", 100, time.Minute)
 	if len(a.Events) != 3 {
@@ -123,7 +92,7 @@ func TestClaimLeasesAndHidesRows(t *testing.T) {
 func TestClaimHoldsLaterEventsOfAnAggregate(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
-	added := addEvents(t, d.DB, "x", "x", "x", "y")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("x", "x", "x", "y")...)
 
 	a := claim(t, st, "relay-a", 1, time.Minute) // takes x#1 only
 	if got := ids(a.Events); len(got) != 1 || got[0] != added[0] {
@@ -157,7 +126,7 @@ func TestClaimHoldsLaterEventsOfAnAggregate(t *testing.T) {
 func TestExpiredLeaseIsTakenOverAndFenced(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
-	addEvents(t, d.DB, "1", "2")
+	testenv.AddEvents(t, d.DB, testenv.OrderEvents("1", "2")...)
 
 	a := claim(t, st, "relay-a", 100, time.Second)
 	var b store.Claim
@@ -188,7 +157,7 @@ func TestExpiredLeaseIsTakenOverAndFenced(t *testing.T) {
 func TestFailureBacksOffQuarantinesAndScrubs(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
-	added := addEvents(t, d.DB, "p", "p", "q")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("p", "p", "q")...)
 	ctx := context.Background()
 
 	a := claim(t, st, "relay-a", 100, time.Minute)
@@ -243,14 +212,14 @@ func TestFailureBacksOffQuarantinesAndScrubs(t *testing.T) {
 func TestSkipQuarantinedPolicyLetsSuccessorsPass(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
-	added := addEvents(t, d.DB, "p")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("p")...)
 	ctx := context.Background()
 	a := claim(t, st, "relay-a", 100, time.Minute)
 	if _, err := st.Settle(ctx, a.Lease, store.Outcome{Failed: []store.Failure{
 		{EventID: added[0], Class: "too_large", Message: "too large", Quarantine: true}}}, store.OrderHold); err != nil {
 		t.Fatal(err)
 	}
-	next := addEvents(t, d.DB, "p")
+	next := testenv.AddEvents(t, d.DB, testenv.OrderEvents("p")...)
 	hold := claim(t, st, "relay-a", 100, time.Minute)
 	if len(hold.Events) != 0 || hold.Held != 1 {
 		t.Fatalf("hold policy: claimed %d held %d, want 0 and 1", len(hold.Events), hold.Held)
@@ -276,7 +245,7 @@ func TestClaimQueryWalksTheIndex(t *testing.T) {
 	for i := range aggs {
 		aggs[i] = fmt.Sprint(i % 300)
 	}
-	addEvents(t, d.DB, aggs...)
+	testenv.AddEvents(t, d.DB, testenv.OrderEvents(aggs...)...)
 	if _, err := d.DB.Exec("ANALYZE TABLE outbox_events"); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +294,7 @@ func TestConcurrentClaimsNeverShareAndKeepOrder(t *testing.T) {
 	for i := range aggs {
 		aggs[i] = fmt.Sprint(i % 40)
 	}
-	added := addEvents(t, d.DB, aggs...)
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents(aggs...)...)
 	ctx := context.Background()
 
 	var (
@@ -411,7 +380,7 @@ func TestExpiredLeaseBehindItsSuccessorsIsReclaimed(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
 	ctx := context.Background()
-	added := addEvents(t, d.DB, "a", "a", "a", "a", "a", "a", "a", "a")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("a", "a", "a", "a", "a", "a", "a", "a")...)
 
 	first := claim(t, st, "relay-a", 1, time.Minute)
 	if _, err := st.Settle(ctx, first.Lease, store.Outcome{Published: ids(first.Events)}, store.OrderHold); err != nil {

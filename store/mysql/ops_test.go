@@ -45,7 +45,7 @@ func TestQuarantineRetryReleasesHeldEventsInOrder(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
 	ctx := context.Background()
-	added := addEvents(t, d.DB, "p", "p", "p", "q")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("p", "p", "p", "q")...)
 	quarantineFirst(t, st, added[0])
 
 	list, err := st.ListQuarantined(ctx, mysql.QuarantineFilter{ErrorClass: "too_large"})
@@ -100,7 +100,7 @@ func TestDiscardNeedsReasonAndIsAudited(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
 	ctx := context.Background()
-	added := addEvents(t, d.DB, "p", "p")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("p", "p")...)
 	quarantineFirst(t, st, added[0])
 
 	if _, err := st.Discard(ctx, added[0], "bob", " ", false); err == nil {
@@ -147,7 +147,7 @@ func TestCleanupDeletesOnlyPublishedPastRetention(t *testing.T) {
 		for i := range aggs {
 			aggs[i] = fmt.Sprintf("%s-%d", prefix, i)
 		}
-		return addEvents(t, d.DB, aggs...)
+		return testenv.AddEvents(t, d.DB, testenv.OrderEvents(aggs...)...)
 	}
 	publishedOld := group(23, "po")
 	publishedNew := group(5, "pn")
@@ -212,7 +212,7 @@ func TestReadBacklogCountsEachState(t *testing.T) {
 	ctx := context.Background()
 	// p: head quarantined, one held behind it; r: one failure backing off;
 	// s: one published; then three ready events and one leased.
-	added := addEvents(t, d.DB, "p", "p", "r", "s")
+	added := testenv.AddEvents(t, d.DB, testenv.OrderEvents("p", "p", "r", "s")...)
 	c := claim(t, st, "relay-a", 100, time.Minute)
 	if len(c.Events) != 4 {
 		t.Fatalf("claimed %d, want 4", len(c.Events))
@@ -227,7 +227,7 @@ func TestReadBacklogCountsEachState(t *testing.T) {
 	}, store.OrderHold); err != nil {
 		t.Fatal(err)
 	}
-	addEvents(t, d.DB, "t1", "t2", "t3", "u")
+	testenv.AddEvents(t, d.DB, testenv.OrderEvents("t1", "t2", "t3", "u")...)
 	if lc := claim(t, st, "relay-b", 1, time.Minute); len(lc.Events) != 1 {
 		t.Fatalf("second claim took %d, want 1", len(lc.Events))
 	}

@@ -1,0 +1,68 @@
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/herald-outbox/herald/outbox"
+)
+
+// OrderEvents returns one order.created event per aggregate id, in order,
+// each with the small payload {"n":i}.
+func OrderEvents(aggregateIDs ...string) []outbox.Event {
+	events := make([]outbox.Event, len(aggregateIDs))
+	for i, id := range aggregateIDs {
+		events[i] = outbox.Event{AggregateType: "order", AggregateID: id, EventType: "order.created",
+			SchemaVersion: 1, Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	return events
+}
+
+// AddEvents commits events in one transaction with the outbox writer and
+// returns their ids.
+func AddEvents(t testing.TB, db *sql.DB, events ...outbox.Event) []string {
+	t.Helper()
+	w, err := outbox.NewWriter(outbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ids, err := w.Add(ctx, tx, events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// Strings returns the single string column a query selects.
+func Strings(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
