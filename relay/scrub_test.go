@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store/mysql"
 )
@@ -59,20 +58,7 @@ func TestFailureTextIsScrubbed(t *testing.T) {
 		"bootstrap sasl_ssl://herald:Url-S3cret@broker.internal:9093 unreachable")
 
 	d := testenv.NewHeraldDatabase(t)
-	w, err := outbox.NewWriter(outbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := d.DB.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Add(context.Background(), tx, event("a", 1), event("a", 2), event("b", 1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.AddEvents(t, d.DB, event("a", 1), event("a", 2), event("b", 1))
 
 	var logs lockedBuffer
 	r, err := relay.New(relay.Config{

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store/mysql"
 )
@@ -30,20 +29,7 @@ func (silentProducer) Produce(context.Context, *kgo.Record, func(*kgo.Record, er
 // timeout instead of hanging.
 func TestUnansweredPublishIsBoundedByTheLease(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w, err := outbox.NewWriter(outbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := d.DB.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Add(context.Background(), tx, event("a", 1), event("a", 2), event("b", 1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.AddEvents(t, d.DB, event("a", 1), event("a", 2), event("b", 1))
 	r, err := relay.New(relay.Config{
 		ID: "silent", Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, ShutdownTimeout: time.Second,
 		Topics: map[string]string{"order": "unused"},
