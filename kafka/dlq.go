@@ -128,7 +128,7 @@ func (w *DLQWriter) EnsureTopic(ctx context.Context, topic string) error {
 	if done {
 		return nil
 	}
-	if err := CreateTopicIfMissing(ctx, w.adm, topic, w.cfg.Partitions, w.cfg.ReplicationFactor, nil); err != nil {
+	if _, err := CreateTopicIfMissing(ctx, w.adm, topic, w.cfg.Partitions, w.cfg.ReplicationFactor, nil); err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -188,20 +188,6 @@ func deadLetterRecord(topic string, dl DeadLetter) *kgo.Record {
 	add(HeaderDLQAttempts, strconv.Itoa(dl.Attempts))
 	add(HeaderDLQFailedAt, failedAt.UTC().Format(time.RFC3339Nano))
 	return rec
-}
-
-// CreateTopicIfMissing creates topic with partitions and replication factor
-// (-1: the brokers' default) and configs; a topic that already exists is
-// fine.
-func CreateTopicIfMissing(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replicationFactor int16, configs map[string]*string) error {
-	resp, err := adm.CreateTopic(ctx, partitions, replicationFactor, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	return nil
 }
 
 // ScrubError removes credentials from an error text (DSN passwords, URL

@@ -71,3 +71,63 @@ func GroupLags(ctx context.Context, adm *kadm.Client, groups []string, topics ..
 	}
 	return out, nil
 }
+
+// PartitionLag is how far a group's committed offset is behind the end of
+// one partition.
+type PartitionLag struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Committed is the group's committed offset (-1: none).
+	Committed int64 `json:"committed_offset"`
+	// End is the partition's end offset (the next offset to be written).
+	End int64 `json:"end_offset"`
+	// Lag is End minus Committed (minus the log start when nothing is
+	// committed).
+	Lag int64 `json:"lag"`
+}
+
+// GroupLag returns the lag of group on every partition of topics and its
+// total: end offsets (read_committed) minus committed offsets. A partition
+// without a commit counts from its log start.
+func GroupLag(ctx context.Context, adm *kadm.Client, group string, topics ...string) (int64, []PartitionLag, error) {
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
+	}
+	if err := committed.Error(); err != nil {
+		return 0, nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
+	}
+	ends, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("list start offsets of %v: %w", topics, err)
+	}
+	var total int64
+	var out []PartitionLag
+	var firstErr error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
+			}
+			return
+		}
+		pl := PartitionLag{Group: group, Topic: o.Topic, Partition: o.Partition, Committed: -1, End: o.Offset}
+		from := int64(0)
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil {
+			from = s.Offset
+		}
+		if c, ok := committed.Lookup(o.Topic, o.Partition); ok && c.Err == nil && c.At >= 0 {
+			pl.Committed = c.At
+			from = c.At
+		}
+		pl.Lag = max(0, pl.End-from)
+		total += pl.Lag
+		out = append(out, pl)
+	})
+	return total, out, firstErr
+}

@@ -63,16 +63,12 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, allowKey
 			isr := strconv.Itoa(spec.MinInsyncReplicas)
 			configs["min.insync.replicas"] = &isr
 		}
-		resp, err := adm.CreateTopic(ctx, spec.Partitions, spec.ReplicationFactor, configs, spec.Name)
-		if err == nil {
-			err = resp.Err
+		created, err := CreateTopicIfMissing(ctx, adm, spec.Name, spec.Partitions, spec.ReplicationFactor, configs)
+		if err != nil {
+			return "", err
 		}
-		switch {
-		case err == nil:
+		if created {
 			return TopicCreated, nil
-		case !errors.Is(err, kerr.TopicAlreadyExists):
-			return "", fmt.Errorf("create topic %s (%d partitions, replication factor %d): %w",
-				spec.Name, spec.Partitions, spec.ReplicationFactor, err)
 		}
 		// Created a moment ago, by us or by someone else, and not yet in the
 		// metadata we read: wait for it, then compare.
@@ -104,6 +100,24 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, allowKey
 		return "", fmt.Errorf("add partitions to %s: %w", spec.Name, err)
 	}
 	return TopicGrown, nil
+}
+
+// CreateTopicIfMissing creates topic with partitions and replication factor
+// (-1: the brokers' default) and configs, and says whether it did; a topic
+// that already exists, whatever its shape, is fine.
+func CreateTopicIfMissing(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replicationFactor int16, configs map[string]*string) (created bool, err error) {
+	resp, err := adm.CreateTopic(ctx, partitions, replicationFactor, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return false, nil
+	}
+	return false, fmt.Errorf("create topic %s (%d partitions, replication factor %d): %w",
+		topic, partitions, replicationFactor, err)
 }
 
 // topicPartitions returns a topic's partition count, and whether it exists.

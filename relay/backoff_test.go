@@ -113,3 +113,22 @@ func TestClassify(t *testing.T) {
 		t.Error("only the batch-level classes (too_large, invalid_record) may be retried in isolation before quarantine")
 	}
 }
+
+// TestRoute: the routing rule the relay and replays share.
+func TestRoute(t *testing.T) {
+	topics := map[string]string{"order": "orders.v1"}
+	tests := []struct {
+		typ, def, want string
+		ok             bool
+	}{
+		{"order", "", "orders.v1", true},
+		{"order", "misc.v1", "orders.v1", true},
+		{"invoice", "misc.v1", "misc.v1", true},
+		{"invoice", "", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := route(topics, tt.def, tt.typ); got != tt.want || ok != tt.ok {
+			t.Errorf("route(%q, default %q) = %q, %v; want %q, %v", tt.typ, tt.def, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -162,8 +162,14 @@ func (c Config) validate() error {
 
 // topicFor routes an aggregate type.
 func (c Config) topicFor(aggregateType string) (string, bool) {
-	if t, ok := c.Topics[aggregateType]; ok {
+	return route(c.Topics, c.DefaultTopic, aggregateType)
+}
+
+// route is the one routing rule of the relay and of replays: the topic
+// named for the aggregate type, else the default topic, if any.
+func route(topics map[string]string, defaultTopic, aggregateType string) (string, bool) {
+	if t, ok := topics[aggregateType]; ok {
 		return t, true
 	}
-	return c.DefaultTopic, c.DefaultTopic != ""
+	return defaultTopic, defaultTopic != ""
 }

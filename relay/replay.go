@@ -41,6 +41,9 @@ type ReplayConfig struct {
 	// Topics routes aggregate types to their live topics, as the relay's
 	// Config.Topics. Defaults to TopicsDefault.
 	Topics map[string]string
+	// DefaultTopic is the live topic of aggregate types Topics does not
+	// name, as the relay's Config.DefaultTopic. Defaults to "".
+	DefaultTopic string
 	// TopicFor names the replay topic of a live topic. Defaults to adding
 	// ".replay": a separate topic, so a replay never competes with live
 	// traffic for consumers.
@@ -101,7 +104,6 @@ func (r *Replayer) Run(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	limiter := rate.NewLimiter(rate.Limit(r.cfg.Rate), min(r.cfg.Rate, replayPageSize))
-	relayCfg := Config{Topics: r.cfg.Topics}
 	var produced int64
 	for {
 		page, err := r.store.ReplayPage(ctx, cp.Selection, cp.Position, replayPageSize)
@@ -116,7 +118,7 @@ func (r *Replayer) Run(ctx context.Context) (int64, error) {
 			if err := limiter.Wait(ctx); err != nil {
 				return produced, err
 			}
-			live, ok := relayCfg.topicFor(e.AggregateType)
+			live, ok := route(r.cfg.Topics, r.cfg.DefaultTopic, e.AggregateType)
 			if !ok {
 				return produced, fmt.Errorf("replay: event %s: no topic for aggregate type %q", e.ID, e.AggregateType)
 			}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ func newReplayCommand() *cobra.Command {
 		sel        mysql.ReplaySelection
 		from, to   string
 		topics     []string
+		defTopic   string
 		suffix     string
 		checkpoint string
 		rateLimit  int
@@ -79,7 +82,11 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 				return err
 			}
 			defer adm.Close()
-			for _, live := range routes {
+			lives := slices.Collect(maps.Values(routes))
+			if defTopic != "" {
+				lives = append(lives, defTopic)
+			}
+			for _, live := range lives {
 				if err := ensureReplayTopic(cmd, adm, live, live+suffix); err != nil {
 					return err
 				}
@@ -91,7 +98,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			defer producer.Close()
 			start := time.Now()
 			rp, err := relay.NewReplayer(relay.ReplayConfig{
-				Checkpoint: checkpoint, Selection: sel, Topics: routes, Rate: rateLimit,
+				Checkpoint: checkpoint, Selection: sel, Topics: routes, DefaultTopic: defTopic, Rate: rateLimit,
 				ResumeSavedRange: isDuration(from) || isDuration(to),
 				TopicFor:         func(live string) string { return live + suffix },
 				Progress: func(n int64) {
@@ -122,10 +129,12 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 	f.StringVar(&sel.AggregateID, "aggregate-id", "", "only this aggregate (needs --aggregate-type)")
 	f.StringVar(&sel.EventType, "event-type", "", "only this event type")
 	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "live routes aggregate_type=topic, as for herald relay")
+	f.StringVar(&defTopic, "default-topic", "", "live topic of aggregate types no --topic names, as for herald relay")
 	f.StringVar(&suffix, "suffix", relay.ReplayTopicSuffix, "replay topic = live topic + suffix")
 	f.StringVar(&checkpoint, "checkpoint", "", "name under which progress is saved (required)")
 	f.IntVar(&rateLimit, "rate", relay.ReplayRateDefault, "most records per second")
 	env["topic"] = "HERALD_TOPICS"
+	env["default-topic"] = "HERALD_DEFAULT_TOPIC"
 	env.bind(cmd)
 	return cmd
 }
