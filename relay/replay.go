@@ -62,11 +62,11 @@ type ReplayConfig struct {
 type Replayer struct {
 	cfg      ReplayConfig
 	store    ReplayStore
-	producer *kgo.Client
+	producer Producer
 }
 
 // NewReplayer checks cfg.
-func NewReplayer(cfg ReplayConfig, st ReplayStore, producer *kgo.Client) (*Replayer, error) {
+func NewReplayer(cfg ReplayConfig, st ReplayStore, producer Producer) (*Replayer, error) {
 	if cfg.Checkpoint == "" {
 		return nil, fmt.Errorf("replay: a checkpoint name is required")
 	}
