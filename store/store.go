@@ -69,6 +69,8 @@ type Lease struct {
 
 // Claim is the result of one claim.
 type Claim struct {
+	// Lease is the claim's fencing token; only RelayID is set when no event
+	// was leased.
 	Lease Lease
 	// Events are leased to this relay, sorted by aggregate and AggregateSeq.
 	Events []Event
