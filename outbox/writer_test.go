@@ -122,27 +122,8 @@ func TestAddCommitsWithTheTransaction(t *testing.T) {
 
 func TestAddNumbersEventsPerAggregate(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w := newWriter(t, outbox.Config{})
-	ctx := context.Background()
-
-	add := func(events ...outbox.Event) []string {
-		t.Helper()
-		tx, err := d.DB.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		ids, err := w.Add(ctx, tx, events...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
-	a1 := add(orderEvent("7"), orderEvent("8"), orderEvent("7"))
-	a2 := add(orderEvent("7"))
+	a1 := testenv.AddEvents(t, d.DB, orderEvent("7"), orderEvent("8"), orderEvent("7"))
+	a2 := testenv.AddEvents(t, d.DB, orderEvent("7"))
 	want := map[string]uint64{a1[0]: 1, a1[1]: 1, a1[2]: 2, a2[0]: 3}
 	for id, seq := range want {
 		var got uint64
