@@ -33,6 +33,10 @@ type ProducerConfig struct {
 	DeliveryTimeout time.Duration
 	// Logger receives the client's warnings and errors. Defaults to none.
 	Logger *slog.Logger
+	// ClientOptions are added to the client's options: Security.Options
+	// (TLS, SASL), a client id. Options that change acks, idempotence or
+	// partitioning break the relay's guarantees. Defaults to none.
+	ClientOptions []kgo.Opt
 }
 
 // NewProducer returns a franz-go client that writes with acks=all and the
@@ -72,7 +76,7 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(slogLogger{cfg.Logger}))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
