@@ -80,7 +80,7 @@ func TestClassify(t *testing.T) {
 		{"corrupt message", kerr.CorruptMessage, kafka.ClassInvalidRecord, true},
 		{"invalid timestamp", kerr.InvalidTimestamp, kafka.ClassInvalidRecord, true},
 		{"topic authorization", kerr.TopicAuthorizationFailed, kafka.ClassAuthorization, false},
-		{"sasl authentication", kerr.SaslAuthenticationFailed, kafka.ClassAuthorization, false},
+		{"sasl authentication", kerr.SaslAuthenticationFailed, kafka.ClassAuthentication, false},
 		{"unknown topic", kerr.UnknownTopicOrPartition, kafka.ClassUnknownTopic, false},
 		{"record timeout", kgo.ErrRecordTimeout, kafka.ClassTimeout, false},
 		{"record timeout with the last retry error (brokers down)",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/redact"
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -28,6 +29,8 @@ type Relay struct {
 	// errorStreak counts consecutive failed iterations, for the loop's own
 	// backoff while the database or Kafka is down.
 	errorStreak uint32
+	// config is the Kafka configuration failure publishing is stopped by.
+	config configState
 }
 
 // Producer is the part of a franz-go client the relay uses; *kgo.Client
@@ -68,7 +71,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		case err != nil:
 			r.errorStreak++
 			wait = Backoff(r.errorStreak, r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
+			var ce *ConfigurationError
+			if !errors.As(err, &ce) { // logged once per interval by configFailed
+				r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
+			}
 		case claimed < r.cfg.BatchSize:
 			r.errorStreak = 0
 			wait = r.cfg.PollInterval
@@ -88,6 +94,9 @@ func (r *Relay) Run(ctx context.Context) error {
 // many candidate rows the claim read (leased plus held), so Run knows
 // whether more are waiting.
 func (r *Relay) runOnce(ctx context.Context) (int, error) {
+	if err := r.checkConfiguration(ctx); err != nil {
+		return 0, err
+	}
 	claim, err := r.store.Claim(ctx, store.ClaimRequest{
 		RelayID: r.cfg.ID, Limit: r.cfg.BatchSize, Lease: r.cfg.Lease, Policy: r.cfg.OrderPolicy,
 	})
@@ -99,6 +108,10 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 		r.log.Warn("took over events of an expired lease", "events", claim.Steals)
 	}
 	if len(claim.Events) == 0 {
+		if claim.Held == 0 && claim.Skipped == 0 {
+			// Nothing is waiting, so nothing waits for a denied topic.
+			r.configResolved()
+		}
 		return claim.Held, nil
 	}
 	failpoint.Hit(failpoint.RelayAfterClaim)
@@ -120,7 +133,7 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
 	failpoint.Hit(failpoint.RelayAfterAckBeforeMark)
 
-	out := r.outcome(results)
+	out, configErr := r.outcome(results)
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancelSettle()
 	settled, err := r.store.Settle(settleCtx, claim.Lease, out, r.cfg.OrderPolicy)
@@ -134,12 +147,20 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 		r.log.Warn("lease taken over before the batch was settled; its events may be published again",
 			"events", settled.LostLeases, "locked_at", claim.Lease.LockedAt)
 	}
+	if configErr != nil {
+		return len(claim.Events) + claim.Held, r.configFailed(configErr.Class, configErr.err)
+	}
+	if len(out.Published) > 0 {
+		r.configResolved()
+	}
 	return len(claim.Events) + claim.Held, nil
 }
 
-// outcome turns per-event results into what Settle records.
-func (r *Relay) outcome(results []result) store.Outcome {
+// outcome turns per-event results into what Settle records, and returns
+// the first configuration failure among them.
+func (r *Relay) outcome(results []result) (store.Outcome, *ConfigurationError) {
 	var out store.Outcome
+	var configErr *ConfigurationError
 	published := map[string]map[int32]int{}
 	for _, res := range results {
 		e := res.event
@@ -157,6 +178,18 @@ func (r *Relay) outcome(results []result) store.Outcome {
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
 		default:
 			class, fatal := classify(res.err)
+			if kafka.IsConfiguration(class) {
+				// Not the event's failure (docs/security.md): it is released
+				// with its attempt given back, never quarantined, and the
+				// relay, not the event, backs off.
+				if configErr == nil {
+					configErr = &ConfigurationError{Class: class, err: res.err}
+				}
+				out.Unsent = append(out.Unsent, store.Unsent{
+					EventID: e.ID, Class: class, Message: configurationMessage(class, res.err),
+				})
+				continue
+			}
 			retryAfter := Backoff(e.Attempts, r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
 			if fatal && suspectClass(class) && !res.isolated {
 				// Maybe another record's fault: retry soon, alone.
@@ -184,5 +217,5 @@ func (r *Relay) outcome(results []result) store.Outcome {
 			r.cfg.Observer.Published(topic, p, n)
 		}
 	}
-	return out
+	return out, configErr
 }

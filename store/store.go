@@ -100,11 +100,18 @@ type Failure struct {
 }
 
 // Unsent is an event that was claimed but not produced because an earlier
-// event of its aggregate in the same batch failed.
+// event of its aggregate in the same batch failed, or not published for a
+// reason that is not its own (shutdown, a configuration failure): it is
+// released as if it had not been claimed, its attempt given back.
 type Unsent struct {
 	EventID string
 	// Behind is the id of the failed event it waits for.
 	Behind string
+	// Class and Message, when Class is set, are recorded as error_class and
+	// last_error instead of "held behind Behind": the configuration
+	// failure that stopped it.
+	Class   string
+	Message string
 }
 
 // Outcome is what happened to a claimed batch.

@@ -91,13 +91,16 @@ func (s *Store) Settle(ctx context.Context, lease store.Lease, out store.Outcome
 			case until == store.Never && policy == store.OrderSkipQuarantined:
 				until = now
 			}
+			class, msg := ErrorClassHeld, "held behind event "+u.Behind+" of the same aggregate"
+			if u.Class != "" {
+				class, msg = u.Class, redact.Truncate(redact.Secrets(u.Message), LastErrorMaxLen)
+			}
 			// Not sent means not attempted: give the claim's attempt back.
 			r, err := tx.ExecContext(ctx, `UPDATE outbox_events
 				SET next_attempt_at = ?, attempts = GREATEST(attempts, 1) - 1, locked_by = NULL, locked_at = NULL,
 				    error_class = ?, last_error = ?
 				WHERE id = ?`+fence,
-				until, ErrorClassHeld, "held behind event "+u.Behind+" of the same aggregate",
-				u.EventID, lease.RelayID, lease.LockedAt)
+				until, class, msg, u.EventID, lease.RelayID, lease.LockedAt)
 			if err != nil {
 				return res, fmt.Errorf("settle: release %s: %w", u.EventID, err)
 			}
