@@ -12,6 +12,12 @@
 //
 //	HERALD_MYSQL_DSN                  database (default herald:herald@tcp(127.0.0.1:3306)/herald)
 //	HERALD_KAFKA_BROKERS              seed brokers, comma-separated (default 127.0.0.1:9092)
+//	HERALD_KAFKA_TLS, HERALD_KAFKA_TLS_CA_FILE, _CERT_FILE, _KEY_FILE, _SERVER_NAME,
+//	HERALD_KAFKA_SASL_MECHANISM, _USERNAME, _PASSWORD_FILE or _PASSWORD
+//	                                  Kafka TLS, mutual TLS and SASL, as herald's --kafka-* flags (docs/security.md)
+//	HERALD_MYSQL_TLS, HERALD_MYSQL_TLS_CA_FILE, _CERT_FILE, _KEY_FILE, _SERVER_NAME,
+//	HERALD_MYSQL_PASSWORD_FILE or HERALD_MYSQL_PASSWORD
+//	                                  database TLS and a password kept out of the DSN, as herald's --mysql-* flags
 //	HERALD_INVENTORY_TOPICS           topics, comma-separated (default orders.v1)
 //	HERALD_INVENTORY_CONSUMER         inbox consumer name (default inventory)
 //	HERALD_INVENTORY_GROUP            Kafka consumer group (default the consumer name)

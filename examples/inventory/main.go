@@ -36,7 +36,11 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	db, err := mysql.Open(ctx, env.DSN)
+	kafkaOpts, err := env.Kafka.Options()
+	if err != nil {
+		return fmt.Errorf("kafka security (HERALD_KAFKA_*): %w", err)
+	}
+	db, err := mysql.OpenWith(ctx, env.DSN, env.MySQL)
 	if err != nil {
 		return err
 	}
@@ -53,6 +57,7 @@ func run(log *slog.Logger) error {
 	}
 	cfg := env.Config
 	cfg.DB = db
+	cfg.KafkaOptions = kafkaOpts
 	cfg.Logger = log
 	stopMetrics, err := serveMetrics(ctx, &cfg, log)
 	if err != nil {
@@ -81,7 +86,7 @@ func serveMetrics(ctx context.Context, cfg *stock.Config, log *slog.Logger) (sto
 	if len(topics) == 0 {
 		topics = []string{contract.TopicOrdersDefault}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.KafkaOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka admin client: %w", err)
 	}

@@ -7,6 +7,10 @@
 //
 //	HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
 //	HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
+//	HERALD_MYSQL_TLS, HERALD_MYSQL_TLS_CA_FILE, _CERT_FILE, _KEY_FILE, _SERVER_NAME
+//	                              TLS to the database, as herald's --mysql-tls* flags (docs/security.md)
+//	HERALD_MYSQL_PASSWORD_FILE    file holding the database password, replacing the DSN's
+//	HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
 //	HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
 //
 // It applies herald's schema and its own on start, logs JSON to stderr and
@@ -24,6 +28,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/store/mysql"
 )
@@ -53,7 +58,7 @@ func run() int {
 		return 2
 	}
 
-	db, err := mysql.Open(ctx, dsn)
+	db, err := mysql.OpenWith(ctx, dsn, connenv.MySQL(os.Getenv))
 	if err != nil {
 		log.Error("open database", "error", err.Error())
 		return 1

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/examples/warehouse/server"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -26,7 +27,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	env := server.EnvFrom(os.Getenv)
-	db, err := mysql.Open(ctx, env.DSN)
+	db, err := mysql.OpenWith(ctx, env.DSN, connenv.MySQL(os.Getenv))
 	if err != nil {
 		return err
 	}

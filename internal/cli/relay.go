@@ -61,7 +61,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := kf.validate(); err != nil {
+			kafkaOpts, err := kf.options()
+			if err != nil {
 				return err
 			}
 			cfg.OrderPolicy = store.OrderPolicy(orderPolicy)
@@ -115,7 +116,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				Brokers: kf.brokers, ClientID: "herald-relay", Compression: codecName, Linger: linger,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
-				DeliveryTimeout: lease * 2 / 3, Logger: logger,
+				DeliveryTimeout: lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
 			})
 			if err != nil {
 				return err
@@ -156,6 +157,10 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 					http.Error(w, "mysql: not reachable", http.StatusServiceUnavailable)
 					return
 				}
+				if err := r.ConfigurationError(); err != nil {
+					http.Error(w, "kafka: "+err.Error(), http.StatusServiceUnavailable)
+					return
+				}
 				if err := producer.Ping(pingCtx); err != nil {
 					http.Error(w, "kafka: not reachable", http.StatusServiceUnavailable)
 					return
@@ -170,7 +175,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				srv.Shutdown(shutCtx)
 			}()
 			logger.Info("relay listening", "metrics_addr", ln.Addr().String(), "mysql", mysql.Address(db.dsn),
-				"kafka_brokers", strings.Join(kf.brokers, ","))
+				"mysql_tls", db.opts.Mode(), "kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
 			if cleaner != nil {
 				cleanCtx, stopCleaner := context.WithCancel(ctx)
 				defer stopCleaner()

@@ -91,7 +91,11 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 					return err
 				}
 			}
-			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay"})
+			kafkaOpts, err := kf.options()
+			if err != nil {
+				return err
+			}
+			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay", ClientOptions: kafkaOpts})
 			if err != nil {
 				return err
 			}
