@@ -45,9 +45,10 @@ type Security struct {
 	CAFile string
 	// CertFile is a PEM file holding the client certificate (followed by
 	// any intermediates), for brokers that require mutual TLS; KeyFile is
-	// its unencrypted private key (PEM). Both or neither. They are read
-	// again at every new connection, so renewed files take effect without a
-	// restart. Defaults to "" (no client certificate).
+	// its unencrypted private key (PEM), possibly the same file. Both or
+	// neither. They are read again at every new connection, so renewed
+	// files take effect without a restart (replace a combined file
+	// atomically with a rename). Defaults to "" (no client certificate).
 	CertFile string
 	// KeyFile is CertFile's private key. Defaults to "".
 	KeyFile string
@@ -251,10 +252,11 @@ func loadClientCert(certFile, keyFile string, now time.Time) (*tls.Certificate, 
 	if err != nil {
 		return nil, &SecurityError{Field: "KeyFile", Msg: fileError(keyFile, err).Error()}
 	}
-	if block, _ := pem.Decode(certPEM); block == nil || block.Type != "CERTIFICATE" {
+	// CertFile and KeyFile may be one file holding both.
+	if !hasPEMBlock(certPEM, func(typ string) bool { return typ == "CERTIFICATE" }) {
 		return nil, &SecurityError{Field: "CertFile", Msg: certFile + ": no PEM certificate in it"}
 	}
-	if block, _ := pem.Decode(keyPEM); block == nil || !strings.HasSuffix(block.Type, "PRIVATE KEY") {
+	if !hasPEMBlock(keyPEM, func(typ string) bool { return strings.HasSuffix(typ, "PRIVATE KEY") }) {
 		return nil, &SecurityError{Field: "KeyFile", Msg: keyFile + ": no PEM private key in it (an encrypted key is not supported)"}
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -266,6 +268,19 @@ func loadClientCert(certFile, keyFile string, now time.Time) (*tls.Certificate, 
 		return nil, &SecurityError{Field: "CertFile", Msg: fmt.Sprintf("%s: %v", certFile, err)}
 	}
 	return &cert, nil
+}
+
+// hasPEMBlock says whether b holds a PEM block whose type is wanted.
+func hasPEMBlock(b []byte, wanted func(typ string) bool) bool {
+	for {
+		var block *pem.Block
+		if block, b = pem.Decode(b); block == nil {
+			return false
+		}
+		if wanted(block.Type) {
+			return true
+		}
+	}
 }
 
 // checkValidity refuses a certificate outside its validity period: brokers
