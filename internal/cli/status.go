@@ -37,6 +37,11 @@ func newStatusCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// Kafka's answer is reported, not required, but settings that
+			// can never work are the operator's to fix first.
+			if _, err := kf.options(); err != nil {
+				return err
+			}
 			conn, err := db.open(ctx)
 			if err != nil {
 				return err
