@@ -19,13 +19,13 @@ const (
 	probeTimeout = 5 * time.Second
 )
 
-// ConfigurationError is a failure of the relay's Kafka configuration, not
+// ConfigurationFailure is a failure of the relay's Kafka configuration, not
 // of any event: the brokers refuse its credentials or its certificate, it
 // refuses theirs, or an ACL denies it a topic (kafka.IsConfiguration). The
 // relay publishes nothing it concerns until an operator fixes it: the
 // events stay pending, their attempts are not counted, none is
 // quarantined, and the relay reports itself not ready.
-type ConfigurationError struct {
+type ConfigurationFailure struct {
 	// Class is kafka.ClassAuthentication, kafka.ClassAuthorization or
 	// kafka.ClassTLS.
 	Class string
@@ -35,12 +35,12 @@ type ConfigurationError struct {
 }
 
 // Error says what is wrong, scrubbed of secrets.
-func (e *ConfigurationError) Error() string {
+func (e *ConfigurationFailure) Error() string {
 	return configurationMessage(e.Class, e.err)
 }
 
 // Unwrap returns the client's error.
-func (e *ConfigurationError) Unwrap() error { return e.err }
+func (e *ConfigurationFailure) Unwrap() error { return e.err }
 
 // configurationMessage is what the log, /readyz and last_error say about a
 // configuration failure.
@@ -58,16 +58,17 @@ type ConfigurationObserver interface {
 // configState is what the relay knows about its Kafka configuration.
 type configState struct {
 	mu  sync.Mutex
-	err *ConfigurationError
+	err *ConfigurationFailure
 	// probed: the connection was checked once (before the first claim).
 	probed bool
 	logged time.Time
 }
 
-// ConfigurationError returns the configuration failure that stops the relay
-// from publishing (a *ConfigurationError), or nil. A readiness check
-// reports it; it clears once a record is published again.
-func (r *Relay) ConfigurationError() error {
+// ConfigurationFailure returns the configuration failure that stops the
+// relay from publishing (a *ConfigurationFailure), or nil. A readiness
+// check reports it; it clears once Kafka takes the relay's credentials
+// again and, for an ACL, once a record is published (or none waits).
+func (r *Relay) ConfigurationFailure() error {
 	r.config.mu.Lock()
 	defer r.config.mu.Unlock()
 	if r.config.err == nil {
@@ -122,13 +123,13 @@ func (r *Relay) checkConfiguration(ctx context.Context) error {
 
 // configFailed records a configuration failure, logs it when it is new or
 // changed and otherwise once per configurationLogInterval, and returns it.
-func (r *Relay) configFailed(class string, err error) *ConfigurationError {
+func (r *Relay) configFailed(class string, err error) *ConfigurationFailure {
 	now := time.Now()
 	msg := configurationMessage(class, err)
 	r.config.mu.Lock()
 	prev := r.config.err
 	changed := prev == nil || prev.Class != class || prev.Error() != msg
-	ce := &ConfigurationError{Class: class, Since: now, err: err}
+	ce := &ConfigurationFailure{Class: class, Since: now, err: err}
 	if prev != nil && prev.Class == class {
 		ce.Since = prev.Since
 	}

@@ -71,7 +71,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case err != nil:
 			r.errorStreak++
 			wait = Backoff(r.errorStreak, r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			var ce *ConfigurationError
+			var ce *ConfigurationFailure
 			if !errors.As(err, &ce) { // logged once per interval by configFailed
 				r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
 			}
@@ -158,9 +158,9 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 
 // outcome turns per-event results into what Settle records, and returns
 // the first configuration failure among them.
-func (r *Relay) outcome(results []result) (store.Outcome, *ConfigurationError) {
+func (r *Relay) outcome(results []result) (store.Outcome, *ConfigurationFailure) {
 	var out store.Outcome
-	var configErr *ConfigurationError
+	var configErr *ConfigurationFailure
 	published := map[string]map[int32]int{}
 	for _, res := range results {
 		e := res.event
@@ -183,7 +183,7 @@ func (r *Relay) outcome(results []result) (store.Outcome, *ConfigurationError) {
 				// with its attempt given back, never quarantined, and the
 				// relay, not the event, backs off.
 				if configErr == nil {
-					configErr = &ConfigurationError{Class: class, err: res.err}
+					configErr = &ConfigurationFailure{Class: class, err: res.err}
 				}
 				out.Unsent = append(out.Unsent, store.Unsent{
 					EventID: e.ID, Class: class, Message: configurationMessage(class, res.err),

@@ -157,7 +157,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 					http.Error(w, "mysql: not reachable", http.StatusServiceUnavailable)
 					return
 				}
-				if err := r.ConfigurationError(); err != nil {
+				if err := r.ConfigurationFailure(); err != nil {
 					http.Error(w, "kafka: "+err.Error(), http.StatusServiceUnavailable)
 					return
 				}
