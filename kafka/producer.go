@@ -28,6 +28,15 @@ type ProducerConfig struct {
 	// Linger is how long a partition's batch waits for more records.
 	// Defaults to 5ms.
 	Linger time.Duration
+	// MaxRecordBytes is the largest record batch the producer sends,
+	// uncompressed, counted as Kafka counts a topic's max.message.bytes (see
+	// RecordBatchBytes), so a topic whose max.message.bytes is at least this
+	// accepts every batch. A record larger than this fails with
+	// kerr.MessageTooLarge before it is sent; so may one up to 3 bytes
+	// smaller, since franz-go counts a batch with the 1 to 4 bytes of its
+	// length prefix in the produce request. Defaults to
+	// MaxRecordBytesDefault.
+	MaxRecordBytes int
 	// DeliveryTimeout bounds how long a record may take to be acknowledged,
 	// retries included. Defaults to 30s.
 	DeliveryTimeout time.Duration
@@ -55,6 +64,12 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 	if cfg.DeliveryTimeout == 0 {
 		cfg.DeliveryTimeout = 30 * time.Second
 	}
+	if cfg.MaxRecordBytes == 0 {
+		cfg.MaxRecordBytes = MaxRecordBytesDefault
+	}
+	if err := ValidateMaxRecordBytes(cfg.MaxRecordBytes); err != nil {
+		return nil, fmt.Errorf("kafka producer: MaxRecordBytes: %w", err)
+	}
 	codec, err := ParseCompression(cfg.Compression)
 	if err != nil {
 		return nil, err
@@ -65,6 +80,10 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerLinger(cfg.Linger),
+		// franz-go's default (1,000,012) is below what the outbox writer
+		// accepts. Its count is Kafka's plus a prefix of at least one byte,
+		// so no batch it sends exceeds MaxRecordBytes by Kafka's count.
+		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes + 1)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProduceRequestTimeout(min(cfg.DeliveryTimeout, 10*time.Second)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),

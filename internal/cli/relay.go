@@ -43,6 +43,7 @@ func newRelayCommand() *cobra.Command {
 		topics      []string
 		compression string
 		linger      time.Duration
+		maxRecord   int
 		metricsAddr string
 		migrate     bool
 		cleanup     relay.CleanerConfig
@@ -76,6 +77,9 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			if linger < 0 {
 				return usageError{fmt.Errorf("--linger: must not be negative, got %v", linger)}
+			}
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				return usageError{fmt.Errorf("--max-record-bytes: %w", err)}
 			}
 			if _, _, err := net.SplitHostPort(metricsAddr); err != nil {
 				return usageError{fmt.Errorf("--metrics-addr: %w", err)}
@@ -113,6 +117,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{
 				Brokers: kf.brokers, ClientID: "herald-relay", Compression: codecName, Linger: linger,
+				MaxRecordBytes: maxRecord,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
 				DeliveryTimeout: lease * 2 / 3, Logger: logger,
@@ -196,6 +201,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringVar(&cfg.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
 	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch")
+	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
+		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&metricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", relay.ShutdownTimeoutDefault, "on SIGTERM, wait this long for the batch in flight")
 	f.BoolVar(&migrate, "migrate", false, "apply herald's schema migrations at start")
@@ -209,6 +216,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		"backoff-base": "HERALD_BACKOFF_BASE", "backoff-cap": "HERALD_BACKOFF_CAP",
 		"order-policy": "HERALD_ORDER_POLICY", "topic": "HERALD_TOPICS", "default-topic": "HERALD_DEFAULT_TOPIC",
 		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
+		"max-record-bytes": "HERALD_MAX_RECORD_BYTES",
 		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
 		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",
 		"cleanup-interval": "HERALD_CLEANUP_INTERVAL", "backlog-interval": "HERALD_BACKLOG_INTERVAL",
