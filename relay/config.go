@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -152,6 +153,13 @@ func (c Config) validate() error {
 	for typ, topic := range c.Topics {
 		if typ == "" || strings.TrimSpace(topic) == "" {
 			errs = append(errs, &ConfigError{Field: "Topics", Msg: fmt.Sprintf("%q=%q: aggregate type and topic must not be empty", typ, topic)})
+		} else if err := kafka.ValidateTopicName(topic); err != nil {
+			errs = append(errs, &ConfigError{Field: "Topics", Msg: fmt.Sprintf("%s=%s: %v", typ, topic, err)})
+		}
+	}
+	if c.DefaultTopic != "" {
+		if err := kafka.ValidateTopicName(c.DefaultTopic); err != nil {
+			errs = append(errs, &ConfigError{Field: "DefaultTopic", Msg: err.Error()})
 		}
 	}
 	if c.ShutdownTimeout < 0 {

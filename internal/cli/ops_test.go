@@ -104,6 +104,10 @@ func TestQuarantineCommands(t *testing.T) {
 	}
 }
 
+// noDB points a command at a port where no database listens, so a bad
+// flag that slipped through fails fast instead of touching a server.
+const noDB = "--mysql-dsn=herald:herald@tcp(127.0.0.1:1)/none"
+
 func TestCommandsRefuseBadFlags(t *testing.T) {
 	tests := []struct {
 		name string
@@ -119,6 +123,20 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 		{"topics min isr above replication", []string{"topics", "create", "t", "--replication-factor", "1", "--min-insync-replicas", "2"}, "--min-insync-replicas"},
 		{"relay bad policy", []string{"relay", "--order-policy", "yolo"}, "--order-policy"},
 		{"relay bad route", []string{"relay", "--topic", "order"}, "--topic"},
+		{"relay route to an invalid topic name", []string{"relay", noDB, "--topic", "ghost=qa bad!"}, "--topic"},
+		{"relay route to a topic name too long", []string{"relay", noDB, "--topic", "order=" + strings.Repeat("t", 250)}, "--topic"},
+		{"relay invalid default topic", []string{"relay", noDB, "--default-topic", ".."}, "--default-topic"},
+		{"relay record limit zero", []string{"relay", noDB, "--max-record-bytes", "0"}, "--max-record-bytes"},
+		{"replay route to an invalid topic name", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--topic", "order=qa bad!"}, "--topic"},
+		{"replay suffix makes an invalid name", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--suffix", ".re play"}, "--suffix"},
+		{"status route to an invalid topic name", []string{"status", noDB, "--topic", "order=qa bad!"}, "--topic"},
+		{"status invalid default topic", []string{"status", noDB, "--default-topic", "a/b"}, "--default-topic"},
+		{"topics create invalid name", []string{"topics", "create", "qa bad!", "--replication-factor", "1", "--min-insync-replicas", "1"}, "topic name"},
+		{"topics describe invalid name", []string{"topics", "describe", "."}, "topic name"},
+		{"quarantine since negative", []string{"quarantine", "list", noDB, "--since", "-2h"}, "--since"},
+		{"quarantine until negative", []string{"quarantine", "list", noDB, "--until", "-1h"}, "--until"},
+		{"quarantine since after until", []string{"quarantine", "list", noDB, "--since", "1h", "--until", "2h"}, "--since"},
+		{"quarantine retry since after until", []string{"quarantine", "retry", noDB, "--since", "2026-01-02T00:00:00Z", "--until", "2026-01-01T00:00:00Z"}, "--since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,6 +62,10 @@ func (f *quarantineFilterFlags) filter(now time.Time) (mysql.QuarantineFilter, e
 	if err != nil {
 		return mysql.QuarantineFilter{}, err
 	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return mysql.QuarantineFilter{}, usageError{fmt.Errorf("--since (%s) must be before --until (%s)",
+			since.Format(time.RFC3339), until.Format(time.RFC3339))}
+	}
 	if f.limit < 1 {
 		return mysql.QuarantineFilter{}, usageError{fmt.Errorf("--limit: must be at least 1, got %d", f.limit)}
 	}
@@ -79,6 +83,9 @@ func parseInstant(flag, v string, now time.Time) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return time.Time{}, usageError{fmt.Errorf("%s: %q: a duration counts back from now and must not be negative", flag, v)}
+		}
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339, v)

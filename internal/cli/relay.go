@@ -31,7 +31,8 @@ var relayFlagOfField = map[string]string{
 	"ID": "--relay-id", "BatchSize": "--batch-size", "Lease": "--lease",
 	"PollInterval": "--poll-interval", "MaxAttempts": "--max-attempts",
 	"BackoffBase": "--backoff-base", "BackoffCap": "--backoff-cap",
-	"OrderPolicy": "--order-policy", "Topics": "--topic", "ShutdownTimeout": "--shutdown-timeout",
+	"OrderPolicy": "--order-policy", "Topics": "--topic", "DefaultTopic": "--default-topic",
+	"ShutdownTimeout": "--shutdown-timeout",
 }
 
 func newRelayCommand() *cobra.Command {
@@ -235,6 +236,9 @@ func parseTopicRoutes(entries []string) (map[string]string, error) {
 		typ, topic = strings.TrimSpace(typ), strings.TrimSpace(topic)
 		if !ok || typ == "" || topic == "" {
 			return nil, usageError{fmt.Errorf("--topic: %q: want aggregate_type=topic", e)}
+		}
+		if err := kafka.ValidateTopicName(topic); err != nil {
+			return nil, usageError{fmt.Errorf("--topic: %s: %w", e, err)}
 		}
 		if prev, dup := routes[typ]; dup && prev != topic {
 			return nil, usageError{fmt.Errorf("--topic: aggregate type %q routed twice (%s and %s)", typ, prev, topic)}

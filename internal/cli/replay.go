@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +20,7 @@ func newReplayCommand() *cobra.Command {
 		kf         kafkaFlags
 		sel        mysql.ReplaySelection
 		from, to   string
-		topics     []string
-		defTopic   string
+		routing    routeFlags
 		suffix     string
 		checkpoint string
 		rateLimit  int
@@ -68,9 +65,15 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if suffix == "" {
 				return usageError{fmt.Errorf("--suffix: must not be empty: a replay never goes to the live topic")}
 			}
-			routes, err := parseTopicRoutes(topics)
+			routes, defTopic, err := routing.parse()
 			if err != nil {
 				return err
+			}
+			lives := liveTopics(routes, defTopic)
+			for _, live := range lives {
+				if err := kafka.ValidateTopicName(live + suffix); err != nil {
+					return usageError{fmt.Errorf("--suffix: the replay topic of %s: %w", live, err)}
+				}
 			}
 			conn, err := db.open(ctx)
 			if err != nil {
@@ -82,10 +85,6 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 				return err
 			}
 			defer adm.Close()
-			lives := slices.Collect(maps.Values(routes))
-			if defTopic != "" {
-				lives = append(lives, defTopic)
-			}
 			for _, live := range lives {
 				if err := ensureReplayTopic(cmd, adm, live, live+suffix); err != nil {
 					return err
@@ -128,13 +127,10 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 	f.StringVar(&sel.AggregateType, "aggregate-type", "", "only this aggregate type")
 	f.StringVar(&sel.AggregateID, "aggregate-id", "", "only this aggregate (needs --aggregate-type)")
 	f.StringVar(&sel.EventType, "event-type", "", "only this event type")
-	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "live routes aggregate_type=topic, as for herald relay")
-	f.StringVar(&defTopic, "default-topic", "", "live topic of aggregate types no --topic names, as for herald relay")
+	routing.register(cmd, env)
 	f.StringVar(&suffix, "suffix", relay.ReplayTopicSuffix, "replay topic = live topic + suffix")
 	f.StringVar(&checkpoint, "checkpoint", "", "name under which progress is saved (required)")
 	f.IntVar(&rateLimit, "rate", relay.ReplayRateDefault, "most records per second")
-	env["topic"] = "HERALD_TOPICS"
-	env["default-topic"] = "HERALD_DEFAULT_TOPIC"
 	env.bind(cmd)
 	return cmd
 }
@@ -146,7 +142,8 @@ func isDuration(v string) bool {
 }
 
 // ensureReplayTopic creates the replay topic with the live topic's
-// partitions and replication, so keys land on the same partition numbers.
+// partitions and replication, so keys land on the same partition numbers,
+// and its max.message.bytes, so every record of the live topic fits.
 func ensureReplayTopic(cmd *cobra.Command, adm *kadm.Client, live, replay string) error {
 	descs, err := kafka.DescribeTopics(cmd.Context(), adm, live)
 	if err != nil {
@@ -157,9 +154,13 @@ func ensureReplayTopic(cmd *cobra.Command, adm *kadm.Client, live, replay string
 	if v, err := strconv.Atoi(d.Configs["min.insync.replicas"]); err == nil {
 		minISR = v
 	}
+	configs := map[string]string{}
+	if v, ok := d.Configs["max.message.bytes"]; ok {
+		configs["max.message.bytes"] = v
+	}
 	change, err := kafka.EnsureTopic(cmd.Context(), adm, kafka.TopicSpec{
 		Name: replay, Partitions: int32(len(d.Partitions)), ReplicationFactor: int16(d.ReplicationFactor),
-		MinInsyncReplicas: minISR,
+		MinInsyncReplicas: minISR, Configs: configs,
 	}, false)
 	if err != nil {
 		return err
