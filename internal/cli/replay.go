@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,7 +39,8 @@ group reading the replay topic deduplicates against its inbox.
 At most --rate records per second. Progress is saved under --checkpoint after
 every acknowledged page: running the same command again resumes (with the
 time range saved at the start when --from/--to are durations); a finished
-replay does nothing. Use a new checkpoint name for a new replay.
+replay does nothing. The same checkpoint with another range or other filters
+is refused: use a new checkpoint name for a new replay.
 
 Consumer-side replay (a new consumer group from a timestamp) is an option of
 the consumers themselves; see docs/runbooks/replay.md.`,
@@ -80,6 +82,23 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 				return err
 			}
 			defer conn.Close()
+			resumeSaved := isDuration(from) || isDuration(to)
+			saved, err := mysql.NewStore(conn).LoadReplayCheckpoint(ctx, checkpoint, sel, resumeSaved)
+			if errors.Is(err, mysql.ErrCheckpointMismatch) {
+				return usageError{fmt.Errorf("--checkpoint %s: %w; use a new --checkpoint name for a new replay", checkpoint, err)}
+			}
+			if err != nil {
+				return err
+			}
+			if err := checkSavedRange(checkpoint, from, to, sel, saved.Selection); err != nil {
+				return err
+			}
+			if saved.Finished {
+				fmt.Fprintf(cmd.OutOrStdout(), "replay %q already finished: %d event(s) added from %s to %s; "+
+					"0 event(s) this run (use a new --checkpoint name for a new replay)\n", checkpoint, saved.Replayed,
+					saved.Selection.From.Format(time.RFC3339), saved.Selection.To.Format(time.RFC3339))
+				return nil
+			}
 			adm, err := kf.admin(ctx)
 			if err != nil {
 				return err
@@ -98,7 +117,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			start := time.Now()
 			rp, err := relay.NewReplayer(relay.ReplayConfig{
 				Checkpoint: checkpoint, Selection: sel, Topics: routes, DefaultTopic: defTopic, Rate: rateLimit,
-				ResumeSavedRange: isDuration(from) || isDuration(to),
+				ResumeSavedRange: resumeSaved,
 				TopicFor:         func(live string) string { return live + suffix },
 				Progress: func(n int64) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
@@ -139,6 +158,34 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 func isDuration(v string) bool {
 	_, err := time.ParseDuration(v)
 	return err == nil
+}
+
+// checkSavedRange refuses to resume a checkpoint for another time range
+// than the one it was saved with. A range given relative to now (--from
+// 6h) moves with the clock, so its ends cannot be compared with the saved
+// ones: an end given as a time must match exactly, and with both ends
+// relative the range's width must (a rerun of the same command resumes;
+// another --from or --to does not). The filters are checked by
+// LoadReplayCheckpoint.
+func checkSavedRange(checkpoint, from, to string, asked, saved mysql.ReplaySelection) error {
+	var same bool
+	switch {
+	case isDuration(from) && isDuration(to):
+		same = asked.To.Sub(asked.From) == saved.To.Sub(saved.From)
+	case isDuration(to):
+		same = asked.From.Equal(saved.From)
+	case isDuration(from):
+		same = asked.To.Equal(saved.To)
+	default:
+		return nil // both ends are times: LoadReplayCheckpoint compared them
+	}
+	if same {
+		return nil
+	}
+	return usageError{fmt.Errorf("--from/--to: checkpoint %q covers events added from %s to %s (%v); --from %s --to %s "+
+		"asks for a different range (%s to %s). A checkpoint only resumes its own range: use a new --checkpoint name "+
+		"to replay another one", checkpoint, saved.From.Format(time.RFC3339), saved.To.Format(time.RFC3339),
+		saved.To.Sub(saved.From).Round(time.Second), from, to, asked.From.Format(time.RFC3339), asked.To.Format(time.RFC3339))}
 }
 
 // ensureReplayTopic creates the replay topic with the live topic's
