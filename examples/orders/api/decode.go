@@ -11,10 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/herald-outbox/herald/examples/contract"
 )
 
 // Limits of one POST /orders.
@@ -26,8 +27,8 @@ const (
 	ItemsMax = 100
 	// QuantityMax is the largest quantity of one line.
 	QuantityMax = 10_000
-	// SKUMaxLen is the longest SKU, in characters.
-	SKUMaxLen = 64
+	// SKUMaxLen is the longest SKU, in characters (contract.SKUMaxLen).
+	SKUMaxLen = contract.SKUMaxLen
 	// UnitPriceMax is the highest unit price, a decimal string.
 	UnitPriceMax = "1000000.00"
 	// IdempotencyKeyMaxLen is the longest Idempotency-Key header value.
@@ -177,13 +178,18 @@ func parseSKU(raw json.RawMessage, field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case strings.TrimSpace(sku) == "":
+	// The consumers check the same definition: a SKU accepted here is one
+	// they can reserve.
+	if strings.TrimSpace(sku) == "" {
 		return "", badRequest(CodeMissingValue, field, "%s must not be empty", field)
-	case utf8.RuneCountInString(sku) > SKUMaxLen:
-		return "", badRequest(CodeInvalidValue, field, "%s is longer than %d characters", field, SKUMaxLen)
-	case strings.ContainsFunc(sku, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
-		return "", badRequest(CodeInvalidValue, field, "%s contains control characters or invalid UTF-8", field)
+	}
+	// encoding/json turned invalid UTF-8 into U+FFFD, which the contract
+	// would accept; the body's own bytes were invalid.
+	if strings.ContainsRune(sku, utf8.RuneError) {
+		return "", badRequest(CodeInvalidValue, field, "%s contains invalid UTF-8", field)
+	}
+	if err := contract.ValidateSKU(sku); err != nil {
+		return "", badRequest(CodeInvalidValue, field, "%s: %v", field, err)
 	}
 	return sku, nil
 }
