@@ -42,7 +42,8 @@ type Config struct {
 	// batch. Defaults to 250ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
-	// times. Defaults to 25 (about 1.5 hours of retries).
+	// times, unless the last failure was of class configuration (not the
+	// event's fault). Defaults to 25 (about 1.5 hours of retries).
 	MaxAttempts int
 	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
 	// to 1s.
