@@ -84,8 +84,12 @@ func CompareTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec) ([]Topi
 		}
 	}
 	if _, asked := want["max.message.bytes"]; !asked && spec.MaxRecordBytes > 0 {
-		if n, err := strconv.Atoi(have["max.message.bytes"]); err != nil || n < spec.MaxRecordBytes {
-			diffs = append(diffs, TopicDifference{Setting: "max.message.bytes", Have: have["max.message.bytes"],
+		h, ok := have["max.message.bytes"]
+		if n, err := strconv.Atoi(h); err != nil || n < spec.MaxRecordBytes {
+			if !ok {
+				h = "(not set)"
+			}
+			diffs = append(diffs, TopicDifference{Setting: "max.message.bytes", Have: h,
 				Want: fmt.Sprintf("at least %d (the relays' --max-record-bytes)", spec.MaxRecordBytes)})
 		}
 	}

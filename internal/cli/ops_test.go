@@ -141,6 +141,8 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 		{"status invalid default topic", []string{"status", noDB, "--default-topic", "a/b"}, "--default-topic"},
 		{"topics create invalid name", []string{"topics", "create", "qa bad!", "--replication-factor", "1", "--min-insync-replicas", "1"}, "topic name"},
 		{"topics describe invalid name", []string{"topics", "describe", "."}, "topic name"},
+		{"topics create limit below the relays'", []string{"topics", "create", "t", "--replication-factor", "1", "--min-insync-replicas", "1",
+			"--config", "max.message.bytes=1048588"}, "--max-record-bytes"},
 		{"quarantine since negative", []string{"quarantine", "list", noDB, "--since", "-2h"}, "--since"},
 		{"quarantine until negative", []string{"quarantine", "list", noDB, "--until", "-1h"}, "--until"},
 		{"quarantine since after until", []string{"quarantine", "list", noDB, "--since", "1h", "--until", "2h"}, "--since"},

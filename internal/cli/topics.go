@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -74,6 +75,13 @@ On a one-broker development stack use --replication-factor 1 --min-insync-replic
 					return usageError{fmt.Errorf("--config: %q: want key=value", c)}
 				}
 				extra[k] = v
+			}
+			if v, ok := extra["max.message.bytes"]; ok {
+				if n, err := strconv.Atoi(v); err != nil || n < maxRecord {
+					return usageError{fmt.Errorf("--config max.message.bytes=%s: below --max-record-bytes (%d), so the topic "+
+						"would refuse records the relays send; lower --max-record-bytes with the relays' (HERALD_MAX_RECORD_BYTES) "+
+						"or drop this --config", v, maxRecord)}
+				}
 			}
 			adm, err := kf.admin(cmd.Context())
 			if err != nil {
