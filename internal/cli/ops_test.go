@@ -136,6 +136,7 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 		{"relay invalid default topic", []string{"relay", noDB, "--default-topic", ".."}, "--default-topic"},
 		{"relay record limit zero", []string{"relay", noDB, "--max-record-bytes", "0"}, "--max-record-bytes"},
 		{"replay route to an invalid topic name", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--topic", "order=qa bad!"}, "--topic"},
+		{"replay record limit", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--max-record-bytes", "-1"}, "--max-record-bytes"},
 		{"replay suffix makes an invalid name", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--suffix", ".re play"}, "--suffix"},
 		{"status route to an invalid topic name", []string{"status", noDB, "--topic", "order=qa bad!"}, "--topic"},
 		{"status invalid default topic", []string{"status", noDB, "--default-topic", "a/b"}, "--default-topic"},

@@ -25,6 +25,7 @@ func newReplayCommand() *cobra.Command {
 		suffix     string
 		checkpoint string
 		rateLimit  int
+		maxRecord  int
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -66,6 +67,9 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			}
 			if suffix == "" {
 				return usageError{fmt.Errorf("--suffix: must not be empty: a replay never goes to the live topic")}
+			}
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				return usageError{fmt.Errorf("--max-record-bytes: %w", err)}
 			}
 			routes, defTopic, err := routing.parse()
 			if err != nil {
@@ -109,7 +113,8 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 					return err
 				}
 			}
-			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay"})
+			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay",
+				MaxRecordBytes: maxRecord})
 			if err != nil {
 				return err
 			}
@@ -150,6 +155,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 	f.StringVar(&suffix, "suffix", relay.ReplayTopicSuffix, "replay topic = live topic + suffix")
 	f.StringVar(&checkpoint, "checkpoint", "", "name under which progress is saved (required)")
 	f.IntVar(&rateLimit, "rate", relay.ReplayRateDefault, "most records per second")
+	maxRecordBytesFlag(cmd, env, &maxRecord)
 	env.bind(cmd)
 	return cmd
 }
