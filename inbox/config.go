@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
 )
 
 // Defaults of Config.
@@ -36,8 +37,8 @@ const (
 // (the default dead-letter topic) and a metric label.
 var consumerNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Registry and
-// Handler are required; zero values elsewhere mean defaults.
+// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Dialect,
+// Registry and Handler are required; zero values elsewhere mean defaults.
 type Config struct {
 	// ConsumerName identifies the consumer in consumed_events: two
 	// consumers with different names each apply every event once. Letters,
@@ -52,6 +53,9 @@ type Config struct {
 	// DB is the consumer's own database, holding consumed_events (herald's
 	// migrations) and the handler's tables. Required.
 	DB *sql.DB
+	// Dialect is DB's dialect, as mysql.Dialect{}: it records event ids
+	// and recognises transient errors. Required.
+	Dialect store.InboxDialect
 	// Registry decodes records by (type, version). Required.
 	Registry *envelope.Registry
 	// Handler applies one event inside the inbox's transaction. Required.
@@ -169,6 +173,8 @@ func (c Config) validate() error {
 		return errors.New("inbox config: Topics is required")
 	case c.DB == nil:
 		return errors.New("inbox config: DB is required")
+	case c.Dialect == nil:
+		return errors.New("inbox config: Dialect is required (mysql.Dialect{} for MySQL/MariaDB)")
 	case c.Registry == nil:
 		return errors.New("inbox config: Registry is required")
 	case c.Handler == nil:

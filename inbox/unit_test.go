@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/store"
 )
 
 func TestConfigValidate(t *testing.T) {
 	valid := func() Config {
 		return Config{
 			ConsumerName: "inventory", Brokers: []string{"b:9092"}, Topics: []string{"orders.v1"},
-			DB: &sql.DB{}, Registry: envelope.NewRegistry(),
+			DB: &sql.DB{}, Dialect: serverErrors{}, Registry: envelope.NewRegistry(),
 			Handler: HandlerFunc(func(context.Context, *sql.Tx, Message) error { return nil }),
 		}
 	}
@@ -37,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no topics", func(c *Config) { c.Topics = nil }, "Topics"},
 		{"empty topic", func(c *Config) { c.Topics = []string{""} }, "Topics"},
 		{"no db", func(c *Config) { c.DB = nil }, "DB"},
+		{"no dialect", func(c *Config) { c.Dialect = nil }, "Dialect"},
 		{"no registry", func(c *Config) { c.Registry = nil }, "Registry"},
 		{"no handler", func(c *Config) { c.Handler = nil }, "Handler"},
 		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "BatchSize"},
@@ -97,6 +97,14 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+// serverErrors is an InboxDialect for unit tests: errServerTransient is
+// the only server error it calls transient.
+type serverErrors struct{ store.InboxDialect }
+
+var errServerTransient = errors.New("server: deadlock")
+
+func (serverErrors) IsTransient(err error) bool { return errors.Is(err, errServerTransient) }
+
 func TestIsTransient(t *testing.T) {
 	tests := []struct {
 		name string
@@ -104,21 +112,17 @@ func TestIsTransient(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"deadlock", &mysql.MySQLError{Number: 1213}, true},
-		{"lock wait timeout, wrapped", fmt.Errorf("handle: %w", &mysql.MySQLError{Number: 1205}), true},
-		{"connection killed", &mysql.MySQLError{Number: 1927}, true},
+		{"the dialect's transient server error, wrapped", fmt.Errorf("handle: %w", errServerTransient), true},
 		{"bad connection", driver.ErrBadConn, true},
-		{"invalid connection", mysql.ErrInvalidConn, true},
+		{"connection done", sql.ErrConnDone, true},
 		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
 		{"statement timeout", context.DeadlineExceeded, true},
-		{"duplicate key", &mysql.MySQLError{Number: 1062}, false},
-		{"missing table", &mysql.MySQLError{Number: 1146}, false},
 		{"business error", errors.New("no such warehouse"), false},
 		{"permanent", Permanent(errors.New("order refused")), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsTransient(tt.err); got != tt.want {
+			if got := IsTransient(serverErrors{}, tt.err); got != tt.want {
 				t.Errorf("IsTransient(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})

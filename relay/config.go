@@ -160,11 +160,6 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// topicFor routes an aggregate type.
-func (c Config) topicFor(aggregateType string) (string, bool) {
-	return route(c.Topics, c.DefaultTopic, aggregateType)
-}
-
 // route is the one routing rule of the relay and of replays: the topic
 // named for the aggregate type, else the default topic, if any.
 func route(topics map[string]string, defaultTopic, aggregateType string) (string, bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -20,7 +21,7 @@ func newReplayCommand() *cobra.Command {
 	var (
 		db         dbFlags
 		kf         kafkaFlags
-		sel        mysql.ReplaySelection
+		sel        store.ReplaySelection
 		from, to   string
 		topics     []string
 		defTopic   string

@@ -42,7 +42,7 @@ type Config struct {
 	// Logger receives the service's structured logs. Defaults to JSON on
 	// stderr.
 	Logger *slog.Logger
-	// Outbox shapes the outbox writer. Defaults to outbox.Config{}.
+	// Outbox shapes the outbox writer. Defaults to outbox.Config{Dialect: mysql.Dialect{}}.
 	Outbox outbox.Config
 	// RequestTimeout bounds the database work of one request; a request
 	// that runs out of it is rolled back and answered 503. Defaults to 5 s.
