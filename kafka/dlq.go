@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,7 +23,7 @@ const (
 	// missing_id, unknown_type, unsupported_version or handler.
 	HeaderDLQErrorClass = "herald-dlq-error-class"
 	// HeaderDLQError is the error text, scrubbed of secrets, at most
-	// DLQErrorMaxLen bytes.
+	// DLQErrorMaxLen characters.
 	HeaderDLQError = "herald-dlq-error"
 	// HeaderDLQTopic, HeaderDLQPartition and HeaderDLQOffset locate the
 	// original record.
@@ -40,7 +39,8 @@ const (
 	HeaderDLQFailedAt = "herald-dlq-failed-at"
 )
 
-// DLQErrorMaxLen bounds HeaderDLQError, like the outbox's last_error.
+// DLQErrorMaxLen bounds HeaderDLQError in characters, like the outbox's
+// last_error.
 const DLQErrorMaxLen = 1000
 
 // DLQTopicName is the default dead-letter topic of consumer for topic:
@@ -190,17 +190,11 @@ func deadLetterRecord(topic string, dl DeadLetter) *kgo.Record {
 	return rec
 }
 
-// ScrubError removes credentials from an error text (DSN passwords, URL
-// user info, bearer tokens, key=value secrets) and truncates it to
-// DLQErrorMaxLen bytes on a character boundary.
+// ScrubError is the text of an error as herald records it outside the
+// process (a dead letter's HeaderDLQError, a warehouse call's last_error):
+// credentials removed by redact.Secrets (DSN passwords, URL user info,
+// bearer tokens, key=value secrets), then cut to DLQErrorMaxLen characters
+// by redact.Truncate, like the outbox's last_error.
 func ScrubError(msg string) string {
-	msg = redact.Secrets(msg)
-	if len(msg) > DLQErrorMaxLen {
-		cut := DLQErrorMaxLen
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut]
-	}
-	return msg
+	return redact.Truncate(redact.Secrets(msg), DLQErrorMaxLen)
 }
