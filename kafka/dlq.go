@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/internal/redact"
 )
 
@@ -66,7 +67,8 @@ type DeadLetter struct {
 	FailedAt time.Time
 }
 
-// DLQWriterConfig shapes a DLQWriter. Brokers is required.
+// DLQWriterConfig shapes a DLQWriter. Brokers is required; zero values
+// elsewhere mean defaults.
 type DLQWriterConfig struct {
 	// Brokers are the seed brokers. Required.
 	Brokers []string
@@ -78,6 +80,30 @@ type DLQWriterConfig struct {
 	// ClientOptions are added to the producer's options (TLS, SASL).
 	// Defaults to none.
 	ClientOptions []kgo.Opt
+}
+
+func (c DLQWriterConfig) withDefaults() DLQWriterConfig {
+	if c.Partitions == 0 {
+		c.Partitions = 1
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	return c
+}
+
+func (c DLQWriterConfig) validate() error {
+	var errs config.Errors
+	if len(c.Brokers) == 0 {
+		errs.Add("Brokers", "at least one broker is required")
+	}
+	if c.Partitions < 0 {
+		errs.Add("Partitions", "must not be negative, got %d", c.Partitions)
+	}
+	if c.ReplicationFactor < -1 {
+		errs.Add("ReplicationFactor", "must be positive, or -1 for the brokers' default, got %d", c.ReplicationFactor)
+	}
+	return errs.Err()
 }
 
 // DLQWriter produces dead letters with acks=all and the idempotent producer,
@@ -94,17 +120,9 @@ type DLQWriter struct {
 
 // NewDLQWriter returns a DLQWriter; Close releases it.
 func NewDLQWriter(cfg DLQWriterConfig) (*DLQWriter, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("dlq writer config: Brokers is required")
-	}
-	if cfg.Partitions < 0 {
-		return nil, fmt.Errorf("dlq writer config: Partitions must not be negative, got %d", cfg.Partitions)
-	}
-	if cfg.Partitions == 0 {
-		cfg.Partitions = 1
-	}
-	if cfg.ReplicationFactor == 0 {
-		cfg.ReplicationFactor = -1
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dlq writer config: %w", err)
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
