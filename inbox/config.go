@@ -157,8 +157,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ConfigError is one invalid Config field; New joins one per invalid field (errors.As finds them). The same type is every herald
-// package's ConfigError.
+// ConfigError is one invalid Config field; New joins one per invalid field
+// (errors.As finds them). Its Field names the field and Msg says what is
+// wrong; the same type is every herald package's ConfigError.
 type ConfigError = config.Error
 
 // validate reports every invalid field of c at once, each as a

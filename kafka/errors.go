@@ -13,7 +13,8 @@ import (
 
 // ConfigError is one invalid field of a ProducerConfig, ConsumerConfig or
 // DLQWriterConfig; their validation joins one per invalid field (errors.As
-// finds them). The same type is every herald package's ConfigError.
+// finds them). Its Field names the field and Msg says what is wrong; the
+// same type is every herald package's ConfigError.
 type ConfigError = config.Error
 
 // Error classes of a failed publication. Fatal ones can never succeed by

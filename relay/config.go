@@ -111,7 +111,8 @@ func (c Config) withDefaults() Config {
 
 // ConfigError is one invalid field of a Config, a CleanerConfig or a
 // ServiceConfig; a validation joins one per invalid field (errors.As finds
-// them). The same type is every herald package's ConfigError.
+// them). Its Field names the field ("Relay.Lease" when nested) and Msg says
+// what is wrong; the same type is every herald package's ConfigError.
 type ConfigError = config.Error
 
 // Validate checks c (zero fields taking their defaults); each error is a
