@@ -62,4 +62,9 @@ func TestProducerConfigDefaults(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
+	// A negative linger is "none" (`herald relay --linger 0`), not the
+	// default.
+	if got := (ProducerConfig{Linger: -1}).withDefaults().Linger; got != -1 {
+		t.Errorf("Linger -1 became %v", got)
+	}
 }
