@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
@@ -280,7 +281,7 @@ func (c *Consumer) noteRetry(rec *kgo.Record, class string, retry int, err error
 
 // wait sleeps before retry number retry; false means ctx ended first.
 func (c *Consumer) wait(ctx context.Context, retry int) bool {
-	d := Backoff(retry, c.cfg.RetryBackoff, c.cfg.RetryBackoffMax, 0.8+0.4*rand.Float64())
+	d := backoff.Delay(retry-1, c.cfg.RetryBackoff, c.cfg.RetryBackoffMax, rand.Float64())
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

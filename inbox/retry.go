@@ -6,10 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"syscall"
-	"time"
 
 	"github.com/herald-outbox/herald/store"
 )
@@ -79,18 +77,4 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p)
-}
-
-// Backoff is the wait before retry number retry (1 for the first retry):
-// base × 2^(retry-1), capped at max, scaled by jitter, a factor in
-// [0.8, 1.2] (pass 1 for none).
-func Backoff(retry int, base, max time.Duration, jitter float64) time.Duration {
-	if retry < 1 {
-		retry = 1
-	}
-	d := float64(base) * math.Pow(2, float64(retry-1))
-	if d > float64(max) {
-		d = float64(max)
-	}
-	return time.Duration(d * jitter)
 }

@@ -73,30 +73,6 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	tests := []struct {
-		retry  int
-		jitter float64
-		want   time.Duration
-	}{
-		{0, 1, 100 * time.Millisecond},
-		{1, 1, 100 * time.Millisecond},
-		{2, 1, 200 * time.Millisecond},
-		{4, 1, 800 * time.Millisecond},
-		{7, 1, 5 * time.Second}, // capped
-		{1000, 1, 5 * time.Second},
-		{2, 0.8, 160 * time.Millisecond},
-		{7, 1.2, 6 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("retry %d jitter %.1f", tt.retry, tt.jitter), func(t *testing.T) {
-			if got := Backoff(tt.retry, 100*time.Millisecond, 5*time.Second, tt.jitter); got != tt.want {
-				t.Errorf("Backoff = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 // serverErrors is an InboxDialect for unit tests: errServerTransient is
 // the only server error it calls transient.
 type serverErrors struct{ store.InboxDialect }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -43,12 +44,21 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// ConfigError is one invalid Config field (the same type as every herald
+// package's ConfigError).
+type ConfigError = config.Error
+
+// validate reports every invalid field at once, each as a *ConfigError.
 func (c Config) validate() error {
+	var errs config.Errors
 	if c.Dialect == nil {
-		return errors.New("outbox config: Dialect is required (mysql.Dialect{} for MySQL/MariaDB)")
+		errs.Add("Dialect", "is required (mysql.Dialect{} for MySQL/MariaDB)")
 	}
 	if c.MaxPayloadBytes < 0 {
-		return fmt.Errorf("outbox config: MaxPayloadBytes must not be negative, got %d", c.MaxPayloadBytes)
+		errs.Add("MaxPayloadBytes", "must not be negative, got %d", c.MaxPayloadBytes)
+	}
+	if err := errs.Err(); err != nil {
+		return fmt.Errorf("outbox config: %w", err)
 	}
 	return nil
 }

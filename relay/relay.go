@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/redact"
 	"github.com/herald-outbox/herald/store"
@@ -76,7 +77,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue
 		case err != nil:
 			r.errorStreak++
-			wait = Backoff(r.errorStreak, r.cfg.PollInterval, 10*time.Second, rand.Float64())
+			wait = backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
 			r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
 		case claimed < r.cfg.BatchSize:
 			r.errorStreak = 0
@@ -166,7 +167,7 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
 		default:
 			class, fatal := classify(res.Err)
-			retryAfter := Backoff(e.Attempts, r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
+			retryAfter := backoff.Delay(int(e.Attempts), r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
 			if fatal && suspectClass(class) && !res.Isolated {
 				// Maybe another record's fault: retry soon, alone.
 				fatal, retryAfter = false, r.cfg.BackoffBase

@@ -42,3 +42,8 @@ func (s *Store) ReadBacklog(ctx context.Context) (Backlog, error) {
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	return s.dialect.Now(ctx, s.db)
 }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.db.PingContext(ctx)
+}

@@ -15,12 +15,17 @@ import (
 
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
+	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func main() {
+	if err := failpoint.EnableFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "inventory: %v\n", err)
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	slog.SetDefault(log)
 	if err := run(log); err != nil {
