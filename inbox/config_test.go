@@ -20,7 +20,7 @@ func TestConfigReportsEveryFieldAtOnce(t *testing.T) {
 		}
 		got = append(got, ce.Field)
 	}
-	want := []string{"ConsumerName", "Brokers", "Topics", "DB", "Registry", "Handler", "BatchSize"}
+	want := []string{"ConsumerName", "Brokers", "Topics", "DB", "Dialect", "Registry", "Handler", "BatchSize"}
 	if !slices.Equal(got, want) {
 		t.Errorf("fields %q, want %q", got, want)
 	}
