@@ -7,7 +7,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
+
+// ConfigError is one invalid field of a ProducerConfig, ConsumerConfig or
+// DLQWriterConfig; their validation joins one per invalid field (errors.As
+// finds them). Its Field names the field and Msg says what is wrong; the
+// same type is every herald package's ConfigError.
+type ConfigError = config.Error
 
 // Error classes of a failed publication. Fatal ones can never succeed by
 // retrying the same record; the relay quarantines them at once.

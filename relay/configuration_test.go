@@ -2,12 +2,11 @@ package relay_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,24 +15,6 @@ import (
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store/mysql"
 )
-
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestConfigurationErrorIsNotTheEventsFault: a route to a topic Kafka
 // refuses to write (an internal topic: INVALID_TOPIC_EXCEPTION) fails with
@@ -81,7 +62,7 @@ func TestConfigurationErrorIsNotTheEventsFault(t *testing.T) {
 	}
 
 	failures := 0
-	sc := bufio.NewScanner(bytes.NewReader([]byte(logs.String())))
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {
 		var line struct {
 			Level, Msg string

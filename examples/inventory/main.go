@@ -16,6 +16,7 @@ import (
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
+	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -59,6 +60,10 @@ group and exits 0.
 func main() {
 	if code, done := cmdline.Parse("inventory", usage, os.Args[1:], os.Stdout, os.Stderr); done {
 		os.Exit(code)
+	}
+	if err := failpoint.EnableFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "inventory: %v\n", err)
+		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	slog.SetDefault(log)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/store/mysql"
 )
@@ -48,6 +49,10 @@ func main() {
 }
 
 func run() int {
+	if err := failpoint.EnableFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "orders: %v\n", err)
+		return 2
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -53,23 +54,23 @@ func (f *quarantineFilterFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.limit, "limit", 100, "at most this many events")
 }
 
-func (f *quarantineFilterFlags) filter(now time.Time) (mysql.QuarantineFilter, error) {
+func (f *quarantineFilterFlags) filter(now time.Time) (store.QuarantineFilter, error) {
 	since, err := parseInstant("--since", f.since, now)
 	if err != nil {
-		return mysql.QuarantineFilter{}, err
+		return store.QuarantineFilter{}, err
 	}
 	until, err := parseInstant("--until", f.until, now)
 	if err != nil {
-		return mysql.QuarantineFilter{}, err
+		return store.QuarantineFilter{}, err
 	}
 	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
-		return mysql.QuarantineFilter{}, usageError{fmt.Errorf("--since (%s) must be before --until (%s)",
+		return store.QuarantineFilter{}, usageError{fmt.Errorf("--since (%s) must be before --until (%s)",
 			since.Format(time.RFC3339), until.Format(time.RFC3339))}
 	}
 	if f.limit < 1 {
-		return mysql.QuarantineFilter{}, usageError{fmt.Errorf("--limit: must be at least 1, got %d", f.limit)}
+		return store.QuarantineFilter{}, usageError{fmt.Errorf("--limit: must be at least 1, got %d", f.limit)}
 	}
-	return mysql.QuarantineFilter{AggregateType: f.aggregateType, AggregateID: f.aggregateID,
+	return store.QuarantineFilter{AggregateType: f.aggregateType, AggregateID: f.aggregateID,
 		EventType: f.eventType, ErrorClass: f.class, Since: since, Until: until, Limit: f.limit}, nil
 }
 

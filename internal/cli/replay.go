@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -19,7 +20,7 @@ func newReplayCommand() *cobra.Command {
 	var (
 		db         dbFlags
 		kf         kafkaFlags
-		sel        mysql.ReplaySelection
+		sel        store.ReplaySelection
 		from, to   string
 		routing    routeFlags
 		suffix     string
@@ -88,7 +89,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			defer conn.Close()
 			resumeSaved := isDuration(from) || isDuration(to)
 			saved, err := mysql.NewStore(conn).LoadReplayCheckpoint(ctx, checkpoint, sel, resumeSaved)
-			if errors.Is(err, mysql.ErrCheckpointMismatch) {
+			if errors.Is(err, store.ErrCheckpointMismatch) {
 				return usageError{fmt.Errorf("--checkpoint %s: %w; use a new --checkpoint name for a new replay", checkpoint, err)}
 			}
 			if err != nil {
@@ -173,7 +174,7 @@ func isDuration(v string) bool {
 // relative the range's width must (a rerun of the same command resumes;
 // another --from or --to does not). The filters are checked by
 // LoadReplayCheckpoint.
-func checkSavedRange(checkpoint, from, to string, asked, saved mysql.ReplaySelection) error {
+func checkSavedRange(checkpoint, from, to string, asked, saved store.ReplaySelection) error {
 	var same bool
 	switch {
 	case isDuration(from) && isDuration(to):

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestReplayIsRateLimitedKeepsIDsAndDeduplicates: 5,000 retained events
@@ -30,7 +31,7 @@ func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
 	ctx := context.Background()
 
 	const events, aggregates = 5000, 100
-	w, _ := outbox.NewWriter(outbox.Config{})
+	w, _ := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 	var ids []string
 	for batch := 0; batch < events/500; batch++ {
 		tx, err := d.DB.Begin()
@@ -99,6 +100,7 @@ func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
 	}
 
 	c, err := inbox.New(inbox.Config{
+		Dialect:      mysql.Dialect{},
 		ConsumerName: consumer, Group: consumer + "-replay", Brokers: brokers, Topics: []string{replayTopic},
 		DB: d.DB, Registry: contract.NewRegistry(), BatchSize: 50,
 		Handler: inbox.HandlerFunc(func(context.Context, *sql.Tx, inbox.Message) error { return nil }),

@@ -10,14 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // statusReport is `herald status --json`.
 type statusReport struct {
 	At          time.Time                `json:"at"`
-	Backlog     mysql.Backlog            `json:"backlog"`
-	Quarantined []mysql.QuarantinedEvent `json:"quarantined"`
+	Backlog     store.Backlog            `json:"backlog"`
+	Quarantined []store.QuarantinedEvent `json:"quarantined"`
 	Partitions  []kafka.PartitionOffset  `json:"partitions,omitempty"`
 	Lag         []kafka.PartitionLag     `json:"consumer_lag,omitempty"`
 	KafkaError  string                   `json:"kafka_error,omitempty"`
@@ -66,7 +67,7 @@ command exits 1.`,
 			if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
 				return err
 			}
-			if rep.Quarantined, err = st.ListQuarantined(ctx, mysql.QuarantineFilter{Limit: 10}); err != nil {
+			if rep.Quarantined, err = st.ListQuarantined(ctx, store.QuarantineFilter{Limit: 10}); err != nil {
 				return err
 			}
 			rep.Quarantined = nonNil(rep.Quarantined)
