@@ -15,6 +15,7 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // benchEvents is how many order.created events each run consumes.
@@ -89,6 +90,7 @@ func BenchmarkConsumer(b *testing.B) {
 			deleteTopicAtCleanup(b, brokers, kafka.DLQTopicName(topic, name))
 			apply := recordApplied("bench")
 			c, err := inbox.New(inbox.Config{
+				Dialect:      mysql.Dialect{},
 				ConsumerName: name, Brokers: brokers, Topics: []string{topic}, Group: topic, DB: db,
 				Registry: registry, BatchSize: batch, Logger: testLogger(b),
 				Handler: inbox.HandlerFunc(func(ctx context.Context, tx *sql.Tx, m inbox.Message) error {

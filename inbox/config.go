@@ -3,16 +3,18 @@ package inbox
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
 )
 
 // Defaults of Config.
@@ -36,8 +38,9 @@ const (
 // (the default dead-letter topic) and a metric label.
 var consumerNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Registry and
-// Handler are required; zero values elsewhere mean defaults.
+// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Dialect,
+// Registry and Handler are required; zero values elsewhere mean defaults. New reports
+// every invalid field at once, each as a *ConfigError.
 type Config struct {
 	// ConsumerName identifies the consumer in consumed_events: two
 	// consumers with different names each apply every event once. Letters,
@@ -52,6 +55,9 @@ type Config struct {
 	// DB is the consumer's own database, holding consumed_events (herald's
 	// migrations) and the handler's tables. Required.
 	DB *sql.DB
+	// Dialect is DB's dialect, as mysql.Dialect{}: it records event ids
+	// and recognises transient errors. Required.
+	Dialect store.InboxDialect
 	// Registry decodes records by (type, version). Required.
 	Registry *envelope.Registry
 	// Handler applies one event inside the inbox's transaction. Required.
@@ -155,49 +161,77 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// ConfigError is one invalid Config field; New joins one per invalid field
+// (errors.As finds them). Its Field names the field and Msg says what is
+// wrong; the same type is every herald package's ConfigError.
+type ConfigError = config.Error
+
+// validate reports every invalid field of c at once, each as a
+// *ConfigError (wrapped as "inbox config: ..."); zero fields are valid (they
+// take their defaults).
 func (c Config) validate() error {
+	var errs config.Errors
 	switch {
 	case c.ConsumerName == "":
-		return errors.New("inbox config: ConsumerName is required")
+		errs.Add("ConsumerName", "is required")
 	case len(c.ConsumerName) > ConsumerNameMaxLen:
-		return fmt.Errorf("inbox config: ConsumerName is longer than %d characters", ConsumerNameMaxLen)
+		errs.Add("ConsumerName", "at most %d characters, got %d", ConsumerNameMaxLen, len(c.ConsumerName))
 	case !consumerNamePattern.MatchString(c.ConsumerName):
-		return fmt.Errorf("inbox config: ConsumerName %q may hold only letters, digits, '.', '_' and '-'", c.ConsumerName)
-	case len(c.Brokers) == 0:
-		return errors.New("inbox config: Brokers is required")
-	case len(c.Topics) == 0:
-		return errors.New("inbox config: Topics is required")
-	case c.DB == nil:
-		return errors.New("inbox config: DB is required")
-	case c.Registry == nil:
-		return errors.New("inbox config: Registry is required")
-	case c.Handler == nil:
-		return errors.New("inbox config: Handler is required")
-	case c.BatchSize < 0:
-		return fmt.Errorf("inbox config: BatchSize must not be negative, got %d", c.BatchSize)
-	case c.MaxAttempts < 0:
-		return fmt.Errorf("inbox config: MaxAttempts must not be negative, got %d", c.MaxAttempts)
-	case c.RetryBackoff < 0:
-		return fmt.Errorf("inbox config: RetryBackoff must not be negative, got %s", c.RetryBackoff)
-	case c.RetryBackoffMax < 0:
-		return fmt.Errorf("inbox config: RetryBackoffMax must not be negative, got %s", c.RetryBackoffMax)
-	case c.RetryBackoffMax > 0 && c.RetryBackoff > c.RetryBackoffMax:
-		return fmt.Errorf("inbox config: RetryBackoff (%s) must not exceed RetryBackoffMax (%s)", c.RetryBackoff, c.RetryBackoffMax)
-	case c.TxTimeout < 0:
-		return fmt.Errorf("inbox config: TxTimeout must not be negative, got %s", c.TxTimeout)
-	case c.DLQPartitions < 0:
-		return fmt.Errorf("inbox config: DLQPartitions must not be negative, got %d", c.DLQPartitions)
-	case c.MaxPollRecords < 0:
-		return fmt.Errorf("inbox config: MaxPollRecords must not be negative, got %d", c.MaxPollRecords)
-	case c.RateLimit < 0:
-		return fmt.Errorf("inbox config: RateLimit must not be negative, got %g", c.RateLimit)
-	case c.SessionTimeout < 0:
-		return fmt.Errorf("inbox config: SessionTimeout must not be negative, got %s", c.SessionTimeout)
+		errs.Add("ConsumerName", "%q may hold only letters, digits, '.', '_' and '-'", c.ConsumerName)
 	}
-	for _, t := range c.Topics {
-		if t == "" {
-			return errors.New("inbox config: Topics has an empty topic name")
-		}
+	if len(c.Brokers) == 0 {
+		errs.Add("Brokers", "at least one broker is required")
+	}
+	if len(c.Topics) == 0 {
+		errs.Add("Topics", "at least one topic is required")
+	}
+	if slices.Contains(c.Topics, "") {
+		errs.Add("Topics", "has an empty topic name")
+	}
+	if c.DB == nil {
+		errs.Add("DB", "is required")
+	}
+	if c.Dialect == nil {
+		errs.Add("Dialect", "is required (mysql.Dialect{} for MySQL/MariaDB)")
+	}
+	if c.Registry == nil {
+		errs.Add("Registry", "is required")
+	}
+	if c.Handler == nil {
+		errs.Add("Handler", "is required")
+	}
+	if c.BatchSize < 0 {
+		errs.Add("BatchSize", "must not be negative, got %d", c.BatchSize)
+	}
+	if c.MaxAttempts < 0 {
+		errs.Add("MaxAttempts", "must not be negative, got %d", c.MaxAttempts)
+	}
+	if c.RetryBackoff < 0 {
+		errs.Add("RetryBackoff", "must not be negative, got %s", c.RetryBackoff)
+	}
+	if c.RetryBackoffMax < 0 {
+		errs.Add("RetryBackoffMax", "must not be negative, got %s", c.RetryBackoffMax)
+	}
+	if c.RetryBackoffMax > 0 && c.RetryBackoff > c.RetryBackoffMax {
+		errs.Add("RetryBackoff", "(%s) must not exceed RetryBackoffMax (%s)", c.RetryBackoff, c.RetryBackoffMax)
+	}
+	if c.TxTimeout < 0 {
+		errs.Add("TxTimeout", "must not be negative, got %s", c.TxTimeout)
+	}
+	if c.DLQPartitions < 0 {
+		errs.Add("DLQPartitions", "must not be negative, got %d", c.DLQPartitions)
+	}
+	if c.MaxPollRecords < 0 {
+		errs.Add("MaxPollRecords", "must not be negative, got %d", c.MaxPollRecords)
+	}
+	if c.RateLimit < 0 {
+		errs.Add("RateLimit", "must not be negative, got %g", c.RateLimit)
+	}
+	if c.SessionTimeout < 0 {
+		errs.Add("SessionTimeout", "must not be negative, got %s", c.SessionTimeout)
+	}
+	if err := errs.Err(); err != nil {
+		return fmt.Errorf("inbox config: %w", err)
 	}
 	return nil
 }

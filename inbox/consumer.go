@@ -9,17 +9,14 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
 )
-
-// errDuplicateKey is MySQL's ER_DUP_ENTRY.
-const errDuplicateKey = 1062
 
 // Consumer consumes Kafka topics as a named consumer and applies each event
 // exactly once to its database: the event id goes into consumed_events in
@@ -135,10 +132,10 @@ func (c *Consumer) processBatch(ctx context.Context, chunk []*kgo.Record) (int, 
 			c.committed(ctx, msgs, res)
 			return len(chunk), true
 		}
-		if res.failedInHandler && !IsTransient(err) {
+		if res.failedInHandler && !IsTransient(c.cfg.Dialect, err) {
 			return 0, false
 		}
-		class := retryClass(res, err)
+		class := c.retryClass(res, err)
 		c.noteRetry(chunk[0], class, retry, err, "")
 		if !c.wait(ctx, retry) {
 			return 0, true // stopped; nothing finished
@@ -161,7 +158,7 @@ func (c *Consumer) processOne(ctx context.Context, rec *kgo.Record) bool {
 			c.committed(ctx, []Message{msg}, res)
 			return true
 		}
-		class := retryClass(res, err)
+		class := c.retryClass(res, err)
 		if class == RetryHandler {
 			handlerFailures++
 			if IsPermanent(err) || handlerFailures >= c.cfg.MaxAttempts {
@@ -213,11 +210,8 @@ func (c *Consumer) apply(ctx context.Context, msgs []Message) (applyResult, erro
 	defer tx.Rollback() // a no-op after Commit
 	applied := 0
 	for i, m := range msgs {
-		_, err := tx.ExecContext(txCtx,
-			"INSERT INTO consumed_events (consumer_name, event_id, consumed_at) VALUES (?, ?, NOW(6))",
-			c.cfg.ConsumerName, m.EventID)
-		var myErr *mysql.MySQLError
-		if errors.As(err, &myErr) && myErr.Number == errDuplicateKey {
+		duplicate, err := c.cfg.Dialect.InsertConsumed(txCtx, tx, c.cfg.ConsumerName, m.EventID)
+		if duplicate {
 			res.duplicate[i] = true
 			continue
 		}
@@ -267,9 +261,9 @@ func (c *Consumer) committed(ctx context.Context, msgs []Message, res applyResul
 	}
 }
 
-func retryClass(res applyResult, err error) string {
+func (c *Consumer) retryClass(res applyResult, err error) string {
 	switch {
-	case IsTransient(err):
+	case IsTransient(c.cfg.Dialect, err):
 		return RetryTransient
 	case res.failedInHandler:
 		return RetryHandler
@@ -287,7 +281,7 @@ func (c *Consumer) noteRetry(rec *kgo.Record, class string, retry int, err error
 
 // wait sleeps before retry number retry; false means ctx ended first.
 func (c *Consumer) wait(ctx context.Context, retry int) bool {
-	d := Backoff(retry, c.cfg.RetryBackoff, c.cfg.RetryBackoffMax, 0.8+0.4*rand.Float64())
+	d := backoff.Delay(retry-1, c.cfg.RetryBackoff, c.cfg.RetryBackoffMax, rand.Float64())
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

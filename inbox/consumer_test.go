@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	driver "github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/envelope"
@@ -18,6 +18,7 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 const poisonOrder = 666 // the handler always fails on this order
@@ -73,6 +74,7 @@ func testPoisonRecords(t *testing.T, batchSize int) {
 	var handlerCalls atomic.Int64
 	handler := recordApplied("")
 	cons, err := inbox.New(inbox.Config{
+		Dialect:      mysql.Dialect{},
 		ConsumerName: consumerName,
 		Brokers:      brokers,
 		Topics:       []string{topic},
@@ -220,12 +222,13 @@ func TestTransientErrorsAreRetriedWithoutLimit(t *testing.T) {
 	var calls atomic.Int64
 	apply := recordApplied("")
 	cons, err := inbox.New(inbox.Config{
+		Dialect:      mysql.Dialect{},
 		ConsumerName: "transient", Brokers: brokers, Topics: []string{topic}, Group: topic, DB: db.DB,
 		Registry: contract.NewRegistry(), MaxAttempts: 2,
 		RetryBackoff: time.Millisecond, RetryBackoffMax: 2 * time.Millisecond, Logger: testLogger(t),
 		Handler: inbox.HandlerFunc(func(ctx context.Context, tx *sql.Tx, m inbox.Message) error {
 			if calls.Add(1) <= 4 {
-				return &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
+				return &driver.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
 			}
 			return apply(ctx, tx, m)
 		}),
@@ -264,6 +267,7 @@ func TestStartAtReplaysIntoANewGroup(t *testing.T) {
 	}
 	produce(t, newProducer(t, brokers), recs...)
 	cons, err := inbox.New(inbox.Config{
+		Dialect:      mysql.Dialect{},
 		ConsumerName: "replay", Brokers: brokers, Topics: []string{topic}, Group: topic + "-replay", DB: db.DB,
 		Registry: contract.NewRegistry(), Handler: recordApplied(""), Logger: testLogger(t),
 		StartAt:   base.Add(3 * time.Minute),

@@ -14,6 +14,7 @@
 //		Brokers:      []string{"127.0.0.1:9092"},
 //		Topics:       []string{"orders.v1"},
 //		DB:           db, // *sql.DB of the consumer's own database
+//		Dialect:      mysql.Dialect{},
 //		Registry:     contract.NewRegistry(),
 //		Handler: inbox.HandlerFunc(func(ctx context.Context, tx *sql.Tx, m inbox.Message) error {
 //			order := m.Payload.(contract.OrderCreatedV1)

@@ -12,6 +12,7 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestRebalanceAppliesEveryEventOnce runs 10,000 events over 12 partitions
@@ -33,6 +34,7 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 
 	newInstance := func(name string, batch int) *inbox.Consumer {
 		c, err := inbox.New(inbox.Config{
+			Dialect:      mysql.Dialect{},
 			ConsumerName: "rebalance", Brokers: brokers, Topics: []string{topic}, Group: group,
 			DB: db.DB, Registry: contract.NewRegistry(), Handler: recordApplied(name),
 			BatchSize: batch, SessionTimeout: 6 * time.Second, Logger: testLogger(t),

@@ -6,12 +6,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"syscall"
-	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/herald-outbox/herald/store"
 )
 
 // Retry classes, as Observer.Retried and Stats.Retries name them.
@@ -31,35 +29,21 @@ const (
 // failing (the other classes are envelope's).
 const ClassHandler = "handler"
 
-// MySQL server errors worth retrying: the statement or transaction was
-// rolled back for reasons that pass.
-var transientMySQLErrors = map[uint16]bool{
-	1205: true, // ER_LOCK_WAIT_TIMEOUT
-	1213: true, // ER_LOCK_DEADLOCK
-	1040: true, // ER_CON_COUNT_ERROR (too many connections)
-	1053: true, // ER_SERVER_SHUTDOWN
-	1290: true, // ER_OPTION_PREVENTS_STATEMENT (read-only during a failover)
-	1927: true, // ER_CONNECTION_KILLED (MariaDB)
-	1317: true, // ER_QUERY_INTERRUPTED
-	4031: true, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8.0.24+)
-}
-
 // IsTransient reports whether err is a database error that passes by
-// itself: a deadlock (1213), a lock wait timeout (1205), a lost or refused
-// connection, a server shutting down or read-only during a failover, or a
-// statement timeout. Such errors are retried without limit.
-func IsTransient(err error) bool {
+// itself: a server error d calls transient (a deadlock, a lock wait
+// timeout, a server shutting down or read-only during a failover), a lost
+// or refused connection, or a statement timeout. Such errors are retried
+// without limit.
+func IsTransient(d store.InboxDialect, err error) bool {
 	if err == nil {
 		return false
 	}
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) {
-		return transientMySQLErrors[myErr.Number]
+	if d.IsTransient(err) {
+		return true
 	}
 	var netErr net.Error
 	switch {
 	case errors.Is(err, driver.ErrBadConn),
-		errors.Is(err, mysql.ErrInvalidConn),
 		errors.Is(err, sql.ErrConnDone),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, io.EOF),
@@ -93,18 +77,4 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p)
-}
-
-// Backoff is the wait before retry number retry (1 for the first retry):
-// base × 2^(retry-1), capped at max, scaled by jitter, a factor in
-// [0.8, 1.2] (pass 1 for none).
-func Backoff(retry int, base, max time.Duration, jitter float64) time.Duration {
-	if retry < 1 {
-		retry = 1
-	}
-	d := float64(base) * math.Pow(2, float64(retry-1))
-	if d > float64(max) {
-		d = float64(max)
-	}
-	return time.Duration(d * jitter)
 }

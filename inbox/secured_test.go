@@ -14,6 +14,7 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestConsumerOverSASLSSL: an inbox consumer on the stack's SASL_SSL
@@ -57,7 +58,7 @@ func TestConsumerOverSASLSSL(t *testing.T) {
 	consume := func(group string) {
 		t.Helper()
 		cons, err := inbox.New(inbox.Config{
-			ConsumerName: consumerName, Brokers: k.SASLBrokers, KafkaOptions: opts,
+			ConsumerName: consumerName, Dialect: mysql.Dialect{}, Brokers: k.SASLBrokers, KafkaOptions: opts,
 			Topics: []string{topic}, Group: group, DB: db.DB, Registry: contract.NewRegistry(),
 			MaxAttempts: 2, RetryBackoff: time.Millisecond, RetryBackoffMax: 5 * time.Millisecond,
 			Logger: testLogger(t),

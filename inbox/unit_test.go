@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/store"
 )
 
 func TestConfigValidate(t *testing.T) {
 	valid := func() Config {
 		return Config{
 			ConsumerName: "inventory", Brokers: []string{"b:9092"}, Topics: []string{"orders.v1"},
-			DB: &sql.DB{}, Registry: envelope.NewRegistry(),
+			DB: &sql.DB{}, Dialect: serverErrors{}, Registry: envelope.NewRegistry(),
 			Handler: HandlerFunc(func(context.Context, *sql.Tx, Message) error { return nil }),
 		}
 	}
@@ -37,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no topics", func(c *Config) { c.Topics = nil }, "Topics"},
 		{"empty topic", func(c *Config) { c.Topics = []string{""} }, "Topics"},
 		{"no db", func(c *Config) { c.DB = nil }, "DB"},
+		{"no dialect", func(c *Config) { c.Dialect = nil }, "Dialect"},
 		{"no registry", func(c *Config) { c.Registry = nil }, "Registry"},
 		{"no handler", func(c *Config) { c.Handler = nil }, "Handler"},
 		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "BatchSize"},
@@ -73,29 +73,13 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	tests := []struct {
-		retry  int
-		jitter float64
-		want   time.Duration
-	}{
-		{0, 1, 100 * time.Millisecond},
-		{1, 1, 100 * time.Millisecond},
-		{2, 1, 200 * time.Millisecond},
-		{4, 1, 800 * time.Millisecond},
-		{7, 1, 5 * time.Second}, // capped
-		{1000, 1, 5 * time.Second},
-		{2, 0.8, 160 * time.Millisecond},
-		{7, 1.2, 6 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("retry %d jitter %.1f", tt.retry, tt.jitter), func(t *testing.T) {
-			if got := Backoff(tt.retry, 100*time.Millisecond, 5*time.Second, tt.jitter); got != tt.want {
-				t.Errorf("Backoff = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
+// serverErrors is an InboxDialect for unit tests: errServerTransient is
+// the only server error it calls transient.
+type serverErrors struct{ store.InboxDialect }
+
+var errServerTransient = errors.New("server: deadlock")
+
+func (serverErrors) IsTransient(err error) bool { return errors.Is(err, errServerTransient) }
 
 func TestIsTransient(t *testing.T) {
 	tests := []struct {
@@ -104,21 +88,17 @@ func TestIsTransient(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"deadlock", &mysql.MySQLError{Number: 1213}, true},
-		{"lock wait timeout, wrapped", fmt.Errorf("handle: %w", &mysql.MySQLError{Number: 1205}), true},
-		{"connection killed", &mysql.MySQLError{Number: 1927}, true},
+		{"the dialect's transient server error, wrapped", fmt.Errorf("handle: %w", errServerTransient), true},
 		{"bad connection", driver.ErrBadConn, true},
-		{"invalid connection", mysql.ErrInvalidConn, true},
+		{"connection done", sql.ErrConnDone, true},
 		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
 		{"statement timeout", context.DeadlineExceeded, true},
-		{"duplicate key", &mysql.MySQLError{Number: 1062}, false},
-		{"missing table", &mysql.MySQLError{Number: 1146}, false},
 		{"business error", errors.New("no such warehouse"), false},
 		{"permanent", Permanent(errors.New("order refused")), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsTransient(tt.err); got != tt.want {
+			if got := IsTransient(serverErrors{}, tt.err); got != tt.want {
 				t.Errorf("IsTransient(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})

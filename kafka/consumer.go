@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
 
 // Defaults of ConsumerConfig.
@@ -34,7 +36,8 @@ const (
 type ProcessFunc func(ctx context.Context, recs []*kgo.Record) int
 
 // ConsumerConfig shapes a Consumer. Brokers, Group, Topics and Process are
-// required; zero values elsewhere mean defaults.
+// required; zero values elsewhere mean defaults. NewConsumer reports every
+// invalid field at once, each as a *ConfigError.
 type ConsumerConfig struct {
 	// Brokers are the seed brokers. Required.
 	Brokers []string
@@ -93,25 +96,32 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 }
 
 func (c ConsumerConfig) validate() error {
-	switch {
-	case len(c.Brokers) == 0:
-		return errors.New("kafka consumer config: Brokers is required")
-	case c.Group == "":
-		return errors.New("kafka consumer config: Group is required")
-	case len(c.Topics) == 0:
-		return errors.New("kafka consumer config: Topics is required")
-	case c.Process == nil:
-		return errors.New("kafka consumer config: Process is required")
-	case c.MaxPollRecords < 0:
-		return fmt.Errorf("kafka consumer config: MaxPollRecords must not be negative, got %d", c.MaxPollRecords)
-	case c.MaxBufferedRecords < 0:
-		return fmt.Errorf("kafka consumer config: MaxBufferedRecords must not be negative, got %d", c.MaxBufferedRecords)
-	case c.CommitInterval < 0:
-		return fmt.Errorf("kafka consumer config: CommitInterval must not be negative, got %s", c.CommitInterval)
-	case c.SessionTimeout < 0:
-		return fmt.Errorf("kafka consumer config: SessionTimeout must not be negative, got %s", c.SessionTimeout)
+	var errs config.Errors
+	if len(c.Brokers) == 0 {
+		errs.Add("Brokers", "at least one broker is required")
 	}
-	return nil
+	if c.Group == "" {
+		errs.Add("Group", "is required")
+	}
+	if len(c.Topics) == 0 {
+		errs.Add("Topics", "at least one topic is required")
+	}
+	if c.Process == nil {
+		errs.Add("Process", "is required")
+	}
+	if c.MaxPollRecords < 0 {
+		errs.Add("MaxPollRecords", "must not be negative, got %d", c.MaxPollRecords)
+	}
+	if c.MaxBufferedRecords < 0 {
+		errs.Add("MaxBufferedRecords", "must not be negative, got %d", c.MaxBufferedRecords)
+	}
+	if c.CommitInterval < 0 {
+		errs.Add("CommitInterval", "must not be negative, got %s", c.CommitInterval)
+	}
+	if c.SessionTimeout < 0 {
+		errs.Add("SessionTimeout", "must not be negative, got %s", c.SessionTimeout)
+	}
+	return errs.Err()
 }
 
 type topicPartition struct {
@@ -136,7 +146,7 @@ type Consumer struct {
 // NewConsumer returns a Consumer; Run starts it.
 func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka consumer config: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	c := &Consumer{cfg: cfg, log: cfg.Logger, workers: map[topicPartition]*partitionWorker{}}

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/internal/redact"
 )
 
@@ -24,7 +24,7 @@ const (
 	// missing_id, unknown_type, unsupported_version or handler.
 	HeaderDLQErrorClass = "herald-dlq-error-class"
 	// HeaderDLQError is the error text, scrubbed of secrets, at most
-	// DLQErrorMaxLen bytes.
+	// DLQErrorMaxLen characters.
 	HeaderDLQError = "herald-dlq-error"
 	// HeaderDLQTopic, HeaderDLQPartition and HeaderDLQOffset locate the
 	// original record.
@@ -40,7 +40,8 @@ const (
 	HeaderDLQFailedAt = "herald-dlq-failed-at"
 )
 
-// DLQErrorMaxLen bounds HeaderDLQError, like the outbox's last_error.
+// DLQErrorMaxLen bounds HeaderDLQError in characters, like the outbox's
+// last_error.
 const DLQErrorMaxLen = 1000
 
 // DLQTopicName is the default dead-letter topic of consumer for topic:
@@ -66,7 +67,8 @@ type DeadLetter struct {
 	FailedAt time.Time
 }
 
-// DLQWriterConfig shapes a DLQWriter. Brokers is required.
+// DLQWriterConfig shapes a DLQWriter. Brokers is required; zero values
+// elsewhere mean defaults.
 type DLQWriterConfig struct {
 	// Brokers are the seed brokers. Required.
 	Brokers []string
@@ -78,6 +80,30 @@ type DLQWriterConfig struct {
 	// ClientOptions are added to the producer's options (TLS, SASL).
 	// Defaults to none.
 	ClientOptions []kgo.Opt
+}
+
+func (c DLQWriterConfig) withDefaults() DLQWriterConfig {
+	if c.Partitions == 0 {
+		c.Partitions = 1
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	return c
+}
+
+func (c DLQWriterConfig) validate() error {
+	var errs config.Errors
+	if len(c.Brokers) == 0 {
+		errs.Add("Brokers", "at least one broker is required")
+	}
+	if c.Partitions < 0 {
+		errs.Add("Partitions", "must not be negative, got %d", c.Partitions)
+	}
+	if c.ReplicationFactor < -1 {
+		errs.Add("ReplicationFactor", "must be positive, or -1 for the brokers' default, got %d", c.ReplicationFactor)
+	}
+	return errs.Err()
 }
 
 // DLQWriter produces dead letters with acks=all and the idempotent producer,
@@ -94,17 +120,9 @@ type DLQWriter struct {
 
 // NewDLQWriter returns a DLQWriter; Close releases it.
 func NewDLQWriter(cfg DLQWriterConfig) (*DLQWriter, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("dlq writer config: Brokers is required")
-	}
-	if cfg.Partitions < 0 {
-		return nil, fmt.Errorf("dlq writer config: Partitions must not be negative, got %d", cfg.Partitions)
-	}
-	if cfg.Partitions == 0 {
-		cfg.Partitions = 1
-	}
-	if cfg.ReplicationFactor == 0 {
-		cfg.ReplicationFactor = -1
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dlq writer config: %w", err)
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -190,17 +208,11 @@ func deadLetterRecord(topic string, dl DeadLetter) *kgo.Record {
 	return rec
 }
 
-// ScrubError removes credentials from an error text (DSN passwords, URL
-// user info, bearer tokens, key=value secrets) and truncates it to
-// DLQErrorMaxLen bytes on a character boundary.
+// ScrubError is the text of an error as herald records it outside the
+// process (a dead letter's HeaderDLQError, a warehouse call's last_error):
+// credentials removed by redact.Secrets (DSN passwords, URL user info,
+// bearer tokens, key=value secrets), then cut to DLQErrorMaxLen characters
+// by redact.Truncate, like the outbox's last_error.
 func ScrubError(msg string) string {
-	msg = redact.Secrets(msg)
-	if len(msg) > DLQErrorMaxLen {
-		cut := DLQErrorMaxLen
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut]
-	}
-	return msg
+	return redact.Truncate(redact.Secrets(msg), DLQErrorMaxLen)
 }

@@ -32,9 +32,14 @@ func TestScrubError(t *testing.T) {
 }
 
 func TestScrubErrorTruncatesOnACharacterBoundary(t *testing.T) {
-	got := ScrubError(strings.Repeat("é", 800)) // 1600 bytes
-	if len(got) > DLQErrorMaxLen || !utf8.ValidString(got) {
-		t.Errorf("len %d, valid UTF-8 %v", len(got), utf8.ValidString(got))
+	got := ScrubError(strings.Repeat("é", 1200)) // 2400 bytes
+	if n := utf8.RuneCountInString(got); n != DLQErrorMaxLen || !utf8.ValidString(got) {
+		t.Errorf("%d characters, valid UTF-8 %v; want %d characters", n, utf8.ValidString(got), DLQErrorMaxLen)
+	}
+	// Cut in characters, as the outbox's last_error: 800 two-byte
+	// characters (1600 bytes) are kept whole.
+	if in := strings.Repeat("é", 800); ScrubError(in) != in {
+		t.Errorf("ScrubError cut a %d-character text", utf8.RuneCountInString(in))
 	}
 }
 

@@ -6,11 +6,20 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
+
+// ConfigError is one invalid field of a ProducerConfig, ConsumerConfig or
+// DLQWriterConfig; their validation joins one per invalid field (errors.As
+// finds them). Its Field names the field and Msg says what is wrong; the
+// same type is every herald package's ConfigError.
+type ConfigError = config.Error
 
 // Error classes of a failed publication. Fatal ones can never succeed by
 // retrying the same record; the relay quarantines them at once.
@@ -27,19 +36,32 @@ const (
 	ClassInvalidRecord     = "invalid_record"
 	ClassEncode            = "encode"
 	ClassNoRoute           = "no_route"
+	ClassConfiguration     = "configuration"
 	ClassUnknown           = "unknown"
 )
 
-// IsConfiguration says whether class is a failure of the client's
-// configuration or the cluster's security settings rather than of a
-// record: authentication (SASL refused, credentials unreadable),
-// authorization (an ACL denies the topic or the cluster operation) or tls
-// (a certificate refused either way, TLS spoken to a plaintext listener or
-// the reverse). Retrying the record cannot help and quarantining it would
-// be wrong: every other record fails the same way until an operator fixes
-// the configuration, after which they all succeed (docs/security.md).
+// configurationClasses are the classes IsConfiguration accepts.
+var configurationClasses = []string{ClassAuthentication, ClassTLS, ClassAuthorization, ClassConfiguration}
+
+// IsConfiguration says whether class is a failure of the deployment's
+// configuration rather than of a record, the one rule herald applies to
+// them (docs/security.md): authentication (SASL refused, credentials
+// unreadable) or tls (a certificate refused either way, TLS spoken to a
+// plaintext listener or the reverse), which refuse the client's every
+// connection; authorization (an ACL denies the topic or the cluster
+// operation) or configuration (Kafka refuses the topic itself:
+// INVALID_TOPIC_EXCEPTION, POLICY_VIOLATION), which refuse a topic. Retrying
+// the record cannot help and quarantining it would be wrong: every other
+// record to the same place fails the same way until an operator fixes the
+// configuration, after which they all succeed.
 func IsConfiguration(class string) bool {
-	return class == ClassAuthentication || class == ClassAuthorization || class == ClassTLS
+	return slices.Contains(configurationClasses, class)
+}
+
+// ConfigurationClasses returns the classes IsConfiguration accepts, for
+// the metrics that have one series per class.
+func ConfigurationClasses() []string {
+	return slices.Clone(configurationClasses)
 }
 
 // Classify names the class of a produce error and says whether it is fatal
@@ -95,6 +117,8 @@ func classifyConfiguration(err error) (string, bool) {
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed):
 		return ClassAuthorization, true
+	case errors.Is(err, kerr.InvalidTopicException), errors.Is(err, kerr.PolicyViolation):
+		return ClassConfiguration, true
 	case errors.As(err, &unknownCA), errors.As(err, &invalidCert), errors.As(err, &hostErr),
 		errors.As(err, &verifyErr), errors.As(err, &headerErr), errors.As(err, &alertErr):
 		return ClassTLS, true

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
 
 // Producer defaults.
@@ -16,9 +18,12 @@ const (
 	LingerDefault = 5 * time.Millisecond
 	// CompressionDefault is ProducerConfig.Compression's default.
 	CompressionDefault = "lz4"
+	// DeliveryTimeoutDefault is ProducerConfig.DeliveryTimeout's default.
+	DeliveryTimeoutDefault = 30 * time.Second
 )
 
-// ProducerConfig shapes the producer the relay publishes with.
+// ProducerConfig shapes the producer the relay publishes with. Brokers is
+// required; zero values elsewhere mean defaults.
 type ProducerConfig struct {
 	// Brokers are the seed brokers. Required.
 	Brokers []string
@@ -26,9 +31,18 @@ type ProducerConfig struct {
 	ClientID string
 	// Compression is none, gzip, snappy, lz4 or zstd. Defaults to lz4.
 	Compression string
-	// Linger is how long a partition's batch waits for more records.
-	// Defaults to 5ms.
+	// Linger is how long a partition's batch waits for more records; a
+	// negative value sends each batch at once. Defaults to 5ms.
 	Linger time.Duration
+	// MaxRecordBytes is the largest record batch the producer sends,
+	// uncompressed, counted as Kafka counts a topic's max.message.bytes (see
+	// RecordBatchBytes), so a topic whose max.message.bytes is at least this
+	// accepts every batch. A record larger than this fails with
+	// kerr.MessageTooLarge before it is sent; so may one up to 3 bytes
+	// smaller, since franz-go counts a batch with the 1 to 4 bytes of its
+	// length prefix in the produce request. Defaults to
+	// MaxRecordBytesDefault.
+	MaxRecordBytes int
 	// DeliveryTimeout bounds how long a record may take to be acknowledged,
 	// retries included. Defaults to 30s.
 	DeliveryTimeout time.Duration
@@ -45,31 +59,21 @@ type ProducerConfig struct {
 // a partition), partitioning by key with Kafka's murmur2 hash like the Java
 // client.
 func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, fmt.Errorf("kafka producer: no brokers")
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("kafka producer config: %w", err)
 	}
-	if cfg.ClientID == "" {
-		cfg.ClientID = "herald"
-	}
-	if cfg.Compression == "" {
-		cfg.Compression = CompressionDefault
-	}
-	if cfg.Linger == 0 {
-		cfg.Linger = LingerDefault
-	}
-	if cfg.DeliveryTimeout == 0 {
-		cfg.DeliveryTimeout = 30 * time.Second
-	}
-	codec, err := ParseCompression(cfg.Compression)
-	if err != nil {
-		return nil, err
-	}
+	codec, _ := ParseCompression(cfg.Compression) // validated
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codec),
-		kgo.ProducerLinger(cfg.Linger),
+		kgo.ProducerLinger(max(cfg.Linger, 0)),
+		// franz-go's default (1,000,012) is below what the outbox writer
+		// accepts. Its count is Kafka's plus a prefix of at least one byte,
+		// so no batch it sends exceeds MaxRecordBytes by Kafka's count.
+		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes + 1)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProduceRequestTimeout(min(cfg.DeliveryTimeout, 10*time.Second)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
@@ -82,6 +86,42 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
 	return cl, nil
+}
+
+func (c ProducerConfig) withDefaults() ProducerConfig {
+	if c.ClientID == "" {
+		c.ClientID = "herald"
+	}
+	if c.Compression == "" {
+		c.Compression = CompressionDefault
+	}
+	if c.Linger == 0 {
+		c.Linger = LingerDefault
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = DeliveryTimeoutDefault
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = MaxRecordBytesDefault
+	}
+	return c
+}
+
+func (c ProducerConfig) validate() error {
+	var errs config.Errors
+	if len(c.Brokers) == 0 {
+		errs.Add("Brokers", "at least one broker is required")
+	}
+	if _, err := ParseCompression(c.Compression); err != nil {
+		errs.Add("Compression", "%v", err)
+	}
+	if c.DeliveryTimeout < 0 {
+		errs.Add("DeliveryTimeout", "must not be negative, got %v", c.DeliveryTimeout)
+	}
+	if err := ValidateMaxRecordBytes(c.MaxRecordBytes); err != nil {
+		errs.Add("MaxRecordBytes", "%v", err)
+	}
+	return errs.Err()
 }
 
 // ParseCompression maps a codec name to franz-go's codec.

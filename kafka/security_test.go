@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,9 +162,10 @@ func TestSecurityNeverPrintsThePassword(t *testing.T) {
 }
 
 // TestClassifyConfiguration: the errors franz-go and crypto/tls report for
-// a wrong password, a denied ACL, a refused certificate and a TLS/plaintext
-// mismatch (as they look on the wire, wrapped in a record timeout) are
-// configuration classes, never fatal for the record; an outage is not one.
+// a wrong password, a denied ACL, a refused certificate, a TLS/plaintext
+// mismatch and a topic Kafka refuses (as they look on the wire, wrapped in
+// a record timeout) are configuration classes, never fatal for the record;
+// an outage is not one.
 func TestClassifyConfiguration(t *testing.T) {
 	timedOut := func(err error) error {
 		return fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, err)
@@ -178,6 +180,8 @@ func TestClassifyConfiguration(t *testing.T) {
 		{"mechanism not enabled", kerr.UnsupportedSaslMechanism, kafka.ClassAuthentication},
 		{"topic ACL", kerr.TopicAuthorizationFailed, kafka.ClassAuthorization},
 		{"cluster ACL", kerr.ClusterAuthorizationFailed, kafka.ClassAuthorization},
+		{"topic Kafka refuses to write", timedOut(kerr.InvalidTopicException), kafka.ClassConfiguration},
+		{"topic policy", kerr.PolicyViolation, kafka.ClassConfiguration},
 		{"untrusted broker", timedOut(&net.OpError{Op: "dial", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}), kafka.ClassTLS},
 		{"broker certificate for another name", timedOut(x509.HostnameError{Certificate: &x509.Certificate{}, Host: "nope"}), kafka.ClassTLS},
 		{"expired broker certificate", x509.CertificateInvalidError{Reason: x509.Expired}, kafka.ClassTLS},
@@ -197,5 +201,26 @@ func TestClassifyConfiguration(t *testing.T) {
 				t.Errorf("IsConfiguration(%s) = %v, want %v", class, !want, want)
 			}
 		})
+	}
+}
+
+// TestConfigurationClasses: the one rule names four classes; every other
+// class, an unknown topic included (it may be created), is the record's or
+// a passing outage's and is retried, counted and quarantined as usual.
+func TestConfigurationClasses(t *testing.T) {
+	want := []string{kafka.ClassAuthentication, kafka.ClassTLS, kafka.ClassAuthorization, kafka.ClassConfiguration}
+	if got := kafka.ConfigurationClasses(); !slices.Equal(got, want) {
+		t.Errorf("ConfigurationClasses() = %v, want %v", got, want)
+	}
+	for _, class := range want {
+		if !kafka.IsConfiguration(class) {
+			t.Errorf("IsConfiguration(%s) = false", class)
+		}
+	}
+	for _, class := range []string{kafka.ClassTimeout, kafka.ClassBrokerUnavailable, kafka.ClassTooLarge,
+		kafka.ClassUnknownTopic, kafka.ClassInvalidRecord, kafka.ClassEncode, kafka.ClassNoRoute, kafka.ClassUnknown} {
+		if kafka.IsConfiguration(class) {
+			t.Errorf("IsConfiguration(%s) = true", class)
+		}
 	}
 }

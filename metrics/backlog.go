@@ -7,15 +7,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/store"
 )
 
 // BacklogIntervalDefault is how often the backlog is read.
 const BacklogIntervalDefault = 15 * time.Second
 
-// BacklogReader reads the outbox's backlog; *mysql.Store implements it.
+// BacklogReader reads the outbox's backlog; *store.Store implements it.
 type BacklogReader interface {
-	ReadBacklog(ctx context.Context) (mysql.Backlog, error)
+	ReadBacklog(ctx context.Context) (store.Backlog, error)
 }
 
 // Backlog samples the outbox at a bounded rate (indexed queries every

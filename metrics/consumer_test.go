@@ -16,6 +16,7 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/metrics"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestConsumerSeriesMove runs an inbox consumer over a real topic: a
@@ -52,6 +53,7 @@ func TestConsumerSeriesMove(t *testing.T) {
 	const name = "metrics-test"
 	obs := metrics.NewConsumer(reg, name)
 	c, err := inbox.New(inbox.Config{
+		Dialect:      mysql.Dialect{},
 		ConsumerName: name, Group: topic + "-group", Brokers: brokers, Topics: []string{topic}, DB: d.DB,
 		Registry: contract.NewRegistry(), Observer: obs,
 		Handler: inbox.HandlerFunc(func(context.Context, *sql.Tx, inbox.Message) error { return nil }),

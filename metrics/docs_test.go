@@ -16,7 +16,6 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // documented reads docs/metrics.md: metric name -> label names.
@@ -51,8 +50,8 @@ func documented(t *testing.T) map[string][]string {
 
 type fixedBacklog struct{}
 
-func (fixedBacklog) ReadBacklog(context.Context) (mysql.Backlog, error) {
-	return mysql.Backlog{Ready: 1, OldestReadyAge: time.Second}, nil
+func (fixedBacklog) ReadBacklog(context.Context) (store.Backlog, error) {
+	return store.Backlog{Ready: 1, OldestReadyAge: time.Second}, nil
 }
 
 // TestDocumentedMetricsAreExported: every series docs/metrics.md lists is

@@ -55,9 +55,9 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 			"Failed publications by error class.", "class"),
 		quarantined: f.counter("herald_relay_quarantined_total", "Events quarantined by this relay."),
 		configuration: f.gaugeVec("herald_relay_configuration_failure",
-			"1 while a Kafka configuration failure of this class (authentication, authorization, tls) stops publishing.", "class"),
+			"1 while a Kafka configuration failure of this class (authentication, tls, authorization, configuration) stops publishing.", "class"),
 	}
-	for _, class := range []string{kafka.ClassAuthentication, kafka.ClassAuthorization, kafka.ClassTLS} {
+	for _, class := range kafka.ConfigurationClasses() {
 		m.configuration.WithLabelValues(class).Set(0)
 	}
 	return m
@@ -95,7 +95,7 @@ func (m *Relay) Failed(class string, quarantined bool) {
 // ConfigurationFailure implements relay.ConfigurationObserver: class is
 // the failure now stopping publishing, "" when it resumed.
 func (m *Relay) ConfigurationFailure(class string) {
-	for _, c := range []string{kafka.ClassAuthentication, kafka.ClassAuthorization, kafka.ClassTLS} {
+	for _, c := range kafka.ConfigurationClasses() {
 		v := 0.0
 		if c == class {
 			v = 1

@@ -158,7 +158,7 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 	if got := gather(t, reg, "herald_outbox_pending_events", nil); got != 1 {
 		t.Errorf("pending = %v, want 1 (the held event; quarantined is not pending)", got)
 	}
-	if list, _ := st.ListQuarantined(ctx, mysql.QuarantineFilter{}); len(list) != 1 || list[0].ID != poison || list[0].HeldBehind != 1 {
+	if list, _ := st.ListQuarantined(ctx, store.QuarantineFilter{}); len(list) != 1 || list[0].ID != poison || list[0].HeldBehind != 1 {
 		t.Errorf("quarantined: %+v, want only the poison event %s with %s held behind it", list, poison, behind)
 	}
 	if n := testutil.CollectAndCount(reg); n == 0 {

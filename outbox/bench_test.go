@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // The write path's cost, on the real MariaDB (docs/benchmarks.md, "Write
@@ -51,7 +52,7 @@ func newBenchEnv(b *testing.B) benchEnv {
 	if _, err := d.DB.Exec(benchOrdersDDL); err != nil {
 		b.Fatal(err)
 	}
-	w, err := outbox.NewWriter(outbox.Config{})
+	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 	if err != nil {
 		b.Fatal(err)
 	}

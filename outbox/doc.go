@@ -7,7 +7,7 @@
 // Apply herald's schema first (`herald migrate up`, or migrations.Herald.Up).
 // Then, inside your transaction:
 //
-//	w, err := outbox.NewWriter(outbox.Config{})
+//	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 //	if err != nil { ... }
 //
 //	tx, err := db.BeginTx(ctx, nil)
@@ -38,9 +38,12 @@
 // added under that context carries it as a header.
 //
 // Add takes a lock on each aggregate's sequence counter until the transaction
-// ends; like any InnoDB transaction, yours may then fail with a deadlock
-// (error 1213) under contention, and should be retried as a whole.
+// ends; like any transaction that locks rows, yours may then fail with a
+// deadlock under contention (the dialect's IsTransient says so), and should
+// be retried as a whole.
 //
-// For a busy service add interpolateParams=true to the DSN: each statement is
-// then one round trip instead of a prepare and an execute.
+// The Writer speaks the dialect in Config.Dialect (mysql.Dialect{} for
+// MySQL and MariaDB); it reads no setting of your connection's session. On
+// MySQL, add interpolateParams=true to a busy service's DSN: each statement
+// is then one round trip instead of a prepare and an execute.
 package outbox

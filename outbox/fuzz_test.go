@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // FuzzValidation: whatever the input, Add either refuses it with a
@@ -16,7 +17,7 @@ func FuzzValidation(f *testing.F) {
 	f.Add("order", "1", "order.created", uint16(1), []byte(`{"a":1}`), "k", "v")
 	f.Add("", "1", "x", uint16(0), []byte(`{`), "", "")
 	f.Add("order", "\xff", "x", uint16(3), []byte(`null`), "traceparent", "00-x")
-	w, err := outbox.NewWriter(outbox.Config{MaxPayloadBytes: 256})
+	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}, MaxPayloadBytes: 256})
 	if err != nil {
 		f.Fatal(err)
 	}

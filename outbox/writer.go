@@ -13,20 +13,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/store"
 )
 
-// MaxPayloadBytesDefault is Config.MaxPayloadBytes's default: 1 MiB.
+// MaxPayloadBytesDefault is Config.MaxPayloadBytes's default: 1 MiB. The
+// relays' default record limit (kafka.MaxRecordBytesDefault, also the
+// max.message.bytes `herald topics create` sets) has room for such a
+// payload with its envelope, key and headers; a larger limit here needs
+// both raised to match.
 const MaxPayloadBytesDefault = 1 << 20
 
-// insertChunkRows and insertChunkBytes bound one INSERT statement, well
-// inside the placeholder limit and the server's max_allowed_packet.
-const (
-	insertChunkRows  = 500
-	insertChunkBytes = 4 << 20
-)
-
-// Config shapes a Writer. The zero value is ready to use.
+// Config shapes a Writer. Dialect is required; other zero fields take their
+// defaults.
 type Config struct {
+	// Dialect is the database's dialect, as mysql.Dialect{}: it reserves
+	// sequence numbers and inserts the rows. Required.
+	Dialect store.WriterDialect
 	// MaxPayloadBytes is the largest Payload accepted. Defaults to 1 MiB.
 	MaxPayloadBytes int
 	// Now returns the time used for events without OccurredAt. Defaults to
@@ -44,9 +48,21 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// ConfigError is one invalid Config field (the same type as every herald
+// package's ConfigError).
+type ConfigError = config.Error
+
+// validate reports every invalid field at once, each as a *ConfigError.
 func (c Config) validate() error {
+	var errs config.Errors
+	if c.Dialect == nil {
+		errs.Add("Dialect", "is required (mysql.Dialect{} for MySQL/MariaDB)")
+	}
 	if c.MaxPayloadBytes < 0 {
-		return fmt.Errorf("outbox config: MaxPayloadBytes must not be negative, got %d", c.MaxPayloadBytes)
+		errs.Add("MaxPayloadBytes", "must not be negative, got %d", c.MaxPayloadBytes)
+	}
+	if err := errs.Err(); err != nil {
+		return fmt.Errorf("outbox config: %w", err)
 	}
 	return nil
 }
@@ -82,7 +98,7 @@ func (w *Writer) Add(ctx context.Context, tx *sql.Tx, events ...Event) ([]string
 	if len(events) == 0 {
 		return nil, ErrNoEvents
 	}
-	rows := make([]row, len(events))
+	rows := make([]store.NewEvent, len(events))
 	now := w.cfg.Now().UTC().Truncate(time.Microsecond)
 	traceparent, hasTrace := TraceparentFromContext(ctx)
 	for i, e := range events {
@@ -109,40 +125,33 @@ func (w *Writer) Add(ctx context.Context, tx *sql.Tx, events ...Event) ([]string
 		if occurred.IsZero() {
 			occurred = now
 		}
-		rows[i] = row{
-			id: id.String(), event: e, headers: headersJSON,
-			occurredAt: occurred.UTC().Truncate(time.Microsecond),
+		rows[i] = store.NewEvent{
+			ID: id.String(), Key: store.SeqKey{AggregateType: e.AggregateType, AggregateID: e.AggregateID},
+			EventType: e.EventType, SchemaVersion: e.SchemaVersion, Payload: e.Payload, Headers: headersJSON,
+			OccurredAt: occurred.UTC().Truncate(time.Microsecond),
 		}
 	}
-	if err := assignSequences(ctx, tx, rows); err != nil {
+	if err := w.assignSequences(ctx, tx, rows); err != nil {
 		return nil, err
 	}
-	if err := insertRows(ctx, tx, rows); err != nil {
-		return nil, err
+	if err := w.cfg.Dialect.InsertEvents(ctx, tx, rows); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	ids := make([]string, len(rows))
 	for i, r := range rows {
-		ids[i] = r.id
+		ids[i] = r.ID
 	}
 	return ids, nil
-}
-
-type row struct {
-	id         string
-	event      Event
-	headers    []byte
-	occurredAt time.Time
-	seq        uint64
 }
 
 // assignSequences reserves aggregate_seq numbers for rows. Counter rows are
 // locked in (aggregate_type, aggregate_id) order, so two transactions that
 // touch the same aggregates cannot deadlock on them.
-func assignSequences(ctx context.Context, tx *sql.Tx, rows []row) error {
+func (w *Writer) assignSequences(ctx context.Context, tx *sql.Tx, rows []store.NewEvent) error {
 	type aggregate struct{ typ, id string }
 	counts := map[aggregate]uint64{}
 	for _, r := range rows {
-		counts[aggregate{r.event.AggregateType, r.event.AggregateID}]++
+		counts[aggregate{r.Key.AggregateType, r.Key.AggregateID}]++
 	}
 	keys := make([]aggregate, 0, len(counts))
 	for k := range counts {
@@ -153,60 +162,16 @@ func assignSequences(ctx context.Context, tx *sql.Tx, rows []row) error {
 	})
 	next := make(map[aggregate]uint64, len(keys))
 	for _, k := range keys {
-		n := counts[k]
-		// LAST_INSERT_ID(expr) hands the new counter back in the OK packet:
-		// one round trip whether the row is new or not.
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO outbox_aggregates (aggregate_type, aggregate_id, last_seq)
-			 VALUES (?, ?, LAST_INSERT_ID(?))
-			 ON DUPLICATE KEY UPDATE last_seq = LAST_INSERT_ID(last_seq + ?)`,
-			k.typ, k.id, n, n)
+		first, err := w.cfg.Dialect.ReserveSequences(ctx, tx, k.typ, k.id, counts[k])
 		if err != nil {
 			return fmt.Errorf("outbox: reserve sequence for %s/%s: %w", k.typ, k.id, err)
 		}
-		last, err := res.LastInsertId()
-		if err != nil {
-			return fmt.Errorf("outbox: reserve sequence for %s/%s: %w", k.typ, k.id, err)
-		}
-		next[k] = uint64(last) - n + 1
+		next[k] = first
 	}
 	for i := range rows {
-		k := aggregate{rows[i].event.AggregateType, rows[i].event.AggregateID}
-		rows[i].seq = next[k]
+		k := aggregate{rows[i].Key.AggregateType, rows[i].Key.AggregateID}
+		rows[i].Key.Seq = next[k]
 		next[k]++
-	}
-	return nil
-}
-
-func insertRows(ctx context.Context, tx *sql.Tx, rows []row) error {
-	const head = `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
-		event_type, schema_version, payload, headers, occurred_at, next_attempt_at) VALUES `
-	const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6))"
-	for start := 0; start < len(rows); {
-		end, size := start, 0
-		for end < len(rows) && end-start < insertChunkRows && (end == start || size+len(rows[end].event.Payload) <= insertChunkBytes) {
-			size += len(rows[end].event.Payload)
-			end++
-		}
-		var q strings.Builder
-		q.WriteString(head)
-		args := make([]any, 0, (end-start)*9)
-		for i, r := range rows[start:end] {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString(values)
-			var headers any
-			if r.headers != nil {
-				headers = string(r.headers)
-			}
-			args = append(args, r.id, r.event.AggregateType, r.event.AggregateID, r.seq,
-				r.event.EventType, r.event.SchemaVersion, string(r.event.Payload), headers, r.occurredAt)
-		}
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("outbox: insert %d event(s): %w", end-start, err)
-		}
-		start = end
 	}
 	return nil
 }

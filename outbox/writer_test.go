@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func newWriter(t *testing.T, cfg outbox.Config) *outbox.Writer {
@@ -45,7 +46,7 @@ func countEvents(t *testing.T, db *sql.DB) int {
 
 func TestAddCommitsWithTheTransaction(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w := newWriter(t, outbox.Config{})
+	w := newWriter(t, outbox.Config{Dialect: mysql.Dialect{}})
 	ctx := context.Background()
 
 	t.Run("rolled back leaves nothing", func(t *testing.T) {
@@ -143,7 +144,7 @@ func TestAddNumbersEventsPerAggregate(t *testing.T) {
 // like any InnoDB transaction, the writer then retries.
 func TestConcurrentWritersOfOneAggregate(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w := newWriter(t, outbox.Config{})
+	w := newWriter(t, outbox.Config{Dialect: mysql.Dialect{}})
 	ctx := context.Background()
 
 	const writers, perWriter = 8, 25
@@ -229,7 +230,7 @@ func isDeadlock(err error) bool {
 
 func TestAddRefusesInvalidEvents(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w := newWriter(t, outbox.Config{MaxPayloadBytes: 64})
+	w := newWriter(t, outbox.Config{Dialect: mysql.Dialect{}, MaxPayloadBytes: 64})
 	ctx := context.Background()
 
 	valid := orderEvent("1")
@@ -292,14 +293,14 @@ func TestAddRefusesInvalidEvents(t *testing.T) {
 	if _, err := w.Add(ctx, nil); !errors.Is(err, outbox.ErrNoEvents) {
 		t.Errorf("Add with no events: %v, want ErrNoEvents", err)
 	}
-	if _, err := outbox.NewWriter(outbox.Config{MaxPayloadBytes: -1}); err == nil {
+	if _, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}, MaxPayloadBytes: -1}); err == nil {
 		t.Error("NewWriter accepted a negative MaxPayloadBytes")
 	}
 }
 
 func TestTraceparentFromContext(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w := newWriter(t, outbox.Config{})
+	w := newWriter(t, outbox.Config{Dialect: mysql.Dialect{}})
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	ctx := outbox.ContextWithTraceparent(context.Background(), tp)
 	if got, _ := outbox.TraceparentFromContext(outbox.ContextWithTraceparent(context.Background(), "00-bogus")); got != "" {
@@ -332,7 +333,7 @@ func TestTraceparentFromContext(t *testing.T) {
 
 func TestLargeBatchIsChunked(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
-	w := newWriter(t, outbox.Config{})
+	w := newWriter(t, outbox.Config{Dialect: mysql.Dialect{}})
 	ctx := context.Background()
 	events := make([]outbox.Event, 1200)
 	for i := range events {

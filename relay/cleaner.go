@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -21,10 +22,11 @@ type CleanupStore interface {
 	Cleanup(ctx context.Context, req store.CleanupRequest) (store.CleanupReport, error)
 }
 
-// CleanerConfig shapes a Cleaner.
+// CleanerConfig shapes a Cleaner. Zero fields other than Retention take
+// their defaults; Validate reports every invalid field at once.
 type CleanerConfig struct {
 	// Retention keeps published events this long (the replay window).
-	// Required.
+	// Required: there is no default.
 	Retention time.Duration
 	// InboxRetention keeps consumed_events rows this long; it must exceed
 	// Retention. Zero leaves the inbox alone. Defaults to 0.
@@ -35,7 +37,7 @@ type CleanerConfig struct {
 	Pause time.Duration
 	// Interval is the wait between passes. Defaults to 10m.
 	Interval time.Duration
-	// Logger defaults to slog.Default().
+	// Logger receives the cleaner's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 }
 
@@ -67,19 +69,40 @@ type Cleaner struct {
 	store CleanupStore
 }
 
-// Validate checks c (zero fields taking their defaults).
+// Validate checks c (zero fields taking their defaults); each error is a
+// *ConfigError naming the field. NewCleaner calls it too.
 func (c CleanerConfig) Validate() error {
-	c = c.withDefaults()
-	if c.Interval < time.Second {
-		return fmt.Errorf("cleanup interval must be at least 1s, got %v", c.Interval)
+	return c.withDefaults().validate()
+}
+
+func (c CleanerConfig) validate() error {
+	var errs config.Errors
+	if c.Retention <= 0 {
+		errs.Add("Retention", "must be positive, got %v", c.Retention)
 	}
-	return c.request().Validate()
+	switch {
+	case c.InboxRetention < 0:
+		errs.Add("InboxRetention", "must not be negative, got %v", c.InboxRetention)
+	case c.InboxRetention != 0 && c.InboxRetention <= c.Retention:
+		errs.Add("InboxRetention", "must be longer than Retention, the replay window (%v), got %v: "+
+			"an event replayed from the outbox must still find its inbox row", c.Retention, c.InboxRetention)
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10000 {
+		errs.Add("BatchSize", "must be 1..10000, got %d", c.BatchSize)
+	}
+	if c.Pause < 0 {
+		errs.Add("Pause", "must not be negative, got %v", c.Pause)
+	}
+	if c.Interval < time.Second {
+		errs.Add("Interval", "must be at least 1s, got %v", c.Interval)
+	}
+	return errs.Err()
 }
 
 // NewCleaner checks cfg and returns a Cleaner.
 func NewCleaner(cfg CleanerConfig, st CleanupStore) (*Cleaner, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("cleaner: %w", err)
+		return nil, fmt.Errorf("cleaner config: %w", err)
 	}
 	return &Cleaner{cfg: cfg.withDefaults(), store: st}, nil
 }

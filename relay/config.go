@@ -1,13 +1,14 @@
 package relay
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -26,7 +27,8 @@ const (
 // TopicsDefault routes aggregate type "order" to topic "orders.v1".
 var TopicsDefault = map[string]string{"order": "orders.v1"}
 
-// Config shapes a Relay. Zero fields take their defaults.
+// Config shapes a Relay. Zero fields take their defaults; Validate reports
+// every invalid field at once.
 type Config struct {
 	// ID names this relay in locked_by and in logs; it must be unique among
 	// running relays. Defaults to "<hostname>-<pid>".
@@ -41,7 +43,9 @@ type Config struct {
 	// batch. Defaults to 250ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
-	// times. Defaults to 25 (about 1.5 hours of retries).
+	// times. A configuration failure (kafka.IsConfiguration: credentials,
+	// certificates, ACLs, a topic Kafka refuses) is not the event's and
+	// never counts. Defaults to 25 (about 1.5 hours of retries).
 	MaxAttempts int
 	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
 	// to 1s.
@@ -108,14 +112,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ConfigError is one invalid Config field.
-type ConfigError struct {
-	// Field is the Config field's name.
-	Field string
-	Msg   string
-}
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+// ConfigError is one invalid field of a Config, a CleanerConfig or a
+// ServiceConfig; a validation joins one per invalid field (errors.As finds
+// them). Its Field names the field ("Relay.Lease" when nested) and Msg says
+// what is wrong; the same type is every herald package's ConfigError.
+type ConfigError = config.Error
 
 // Validate checks c (zero fields taking their defaults); each error is a
 // *ConfigError naming the field. New calls it too.
@@ -124,45 +125,47 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validate() error {
-	var errs []error
+	var errs config.Errors
 	if len(c.ID) > 128 {
-		errs = append(errs, &ConfigError{Field: "ID", Msg: fmt.Sprintf("at most 128 characters, got %d", len(c.ID))})
+		errs.Add("ID", "at most 128 characters, got %d", len(c.ID))
 	}
 	if c.BatchSize < 1 || c.BatchSize > 10000 {
-		errs = append(errs, &ConfigError{Field: "BatchSize", Msg: fmt.Sprintf("must be 1..10000, got %d", c.BatchSize)})
+		errs.Add("BatchSize", "must be 1..10000, got %d", c.BatchSize)
 	}
 	if c.Lease < time.Second {
-		errs = append(errs, &ConfigError{Field: "Lease", Msg: fmt.Sprintf("must be at least 1s, got %v", c.Lease)})
+		errs.Add("Lease", "must be at least 1s, got %v", c.Lease)
 	}
 	if c.PollInterval < time.Millisecond {
-		errs = append(errs, &ConfigError{Field: "PollInterval", Msg: fmt.Sprintf("must be at least 1ms, got %v", c.PollInterval)})
+		errs.Add("PollInterval", "must be at least 1ms, got %v", c.PollInterval)
 	}
 	if c.MaxAttempts < 1 {
-		errs = append(errs, &ConfigError{Field: "MaxAttempts", Msg: fmt.Sprintf("must be at least 1, got %d", c.MaxAttempts)})
+		errs.Add("MaxAttempts", "must be at least 1, got %d", c.MaxAttempts)
 	}
 	if c.BackoffBase <= 0 {
-		errs = append(errs, &ConfigError{Field: "BackoffBase", Msg: fmt.Sprintf("must be positive, got %v", c.BackoffBase)})
+		errs.Add("BackoffBase", "must be positive, got %v", c.BackoffBase)
 	}
 	if c.BackoffCap < c.BackoffBase {
-		errs = append(errs, &ConfigError{Field: "BackoffCap", Msg: fmt.Sprintf("must be at least BackoffBase (%v), got %v", c.BackoffBase, c.BackoffCap)})
+		errs.Add("BackoffCap", "must be at least BackoffBase (%v), got %v", c.BackoffBase, c.BackoffCap)
 	}
 	if c.OrderPolicy != store.OrderHold && c.OrderPolicy != store.OrderSkipQuarantined {
-		errs = append(errs, &ConfigError{Field: "OrderPolicy", Msg: fmt.Sprintf("want %q or %q, got %q", store.OrderHold, store.OrderSkipQuarantined, c.OrderPolicy)})
+		errs.Add("OrderPolicy", "want %q or %q, got %q", store.OrderHold, store.OrderSkipQuarantined, c.OrderPolicy)
 	}
 	for typ, topic := range c.Topics {
 		if typ == "" || strings.TrimSpace(topic) == "" {
-			errs = append(errs, &ConfigError{Field: "Topics", Msg: fmt.Sprintf("%q=%q: aggregate type and topic must not be empty", typ, topic)})
+			errs.Add("Topics", "%q=%q: aggregate type and topic must not be empty", typ, topic)
+		} else if err := kafka.ValidateTopicName(topic); err != nil {
+			errs.Add("Topics", "%s=%s: %v", typ, topic, err)
+		}
+	}
+	if c.DefaultTopic != "" {
+		if err := kafka.ValidateTopicName(c.DefaultTopic); err != nil {
+			errs.Add("DefaultTopic", "%v", err)
 		}
 	}
 	if c.ShutdownTimeout < 0 {
-		errs = append(errs, &ConfigError{Field: "ShutdownTimeout", Msg: fmt.Sprintf("must not be negative, got %v", c.ShutdownTimeout)})
+		errs.Add("ShutdownTimeout", "must not be negative, got %v", c.ShutdownTimeout)
 	}
-	return errors.Join(errs...)
-}
-
-// topicFor routes an aggregate type.
-func (c Config) topicFor(aggregateType string) (string, bool) {
-	return route(c.Topics, c.DefaultTopic, aggregateType)
+	return errs.Err()
 }
 
 // route is the one routing rule of the relay and of replays: the topic

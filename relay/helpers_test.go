@@ -16,6 +16,7 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func TestMain(m *testing.M) {
@@ -36,7 +37,7 @@ type env struct {
 func newEnv(t *testing.T, topic testenv.TopicOptions) *env {
 	t.Helper()
 	brokers := testenv.KafkaBrokers(t)
-	w, err := outbox.NewWriter(outbox.Config{})
+	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 	if err != nil {
 		t.Fatal(err)
 	}

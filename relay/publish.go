@@ -13,35 +13,60 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// result is what happened to one claimed event.
-type result struct {
-	event     store.Event
-	topic     string
-	partition int32
-	err       error // nil: acknowledged
-	sent      bool  // false: not produced, held behind a failure
-	answered  bool  // the producer acknowledged or failed it
-	behind    string
-	// isolated: produced with nothing else in flight, so a batch-level
-	// error is this record's own.
-	isolated bool
+// Result is what happened to one event of a published batch.
+type Result struct {
+	Event store.Event
+	// Topic and Partition say where the record went (Partition only once
+	// acknowledged).
+	Topic     string
+	Partition int32
+	// Err is nil when Kafka acknowledged the record.
+	Err error
+	// Sent is false when the record was not produced: an earlier event of
+	// its aggregate failed (Behind names it), or the batch was given up.
+	Sent   bool
+	Behind string
+	// Isolated: produced with nothing else in flight, so an error Kafka
+	// reports for a whole partition batch is this record's own.
+	Isolated bool
+	answered bool // the producer acknowledged or failed it
 }
 
-// publishBatch produces a claimed batch (sorted by aggregate and sequence):
-// the first event of every aggregate at once, and each next event of an
-// aggregate only after the previous one was acknowledged, so at most one
-// record per aggregate is in flight (docs/design.md, "Publishing"). After a
-// failure the rest of that aggregate's chain is not sent.
+// Publisher produces outbox events to Kafka keeping per-aggregate order:
+// at most one record per aggregate is in flight, and an aggregate's next
+// event is produced only after the previous one was acknowledged
+// (docs/design.md, "Publishing"). Any event source feeds it: the polling
+// relay with claimed batches, a stream with what it reads. It is safe for
+// concurrent use by batches that share no aggregate.
+type Publisher struct {
+	producer Producer
+	route    func(aggregateType string) (topic string, ok bool)
+}
+
+// NewPublisher returns a Publisher producing with producer and routing
+// aggregate types to topics as Config.Topics and Config.DefaultTopic do.
+func NewPublisher(producer Producer, topics map[string]string, defaultTopic string) *Publisher {
+	return &Publisher{producer: producer, route: func(typ string) (string, bool) {
+		return route(topics, defaultTopic, typ)
+	}}
+}
+
+// Publish produces a batch sorted by aggregate and AggregateSeq: the first
+// event of every aggregate at once, and each next event of an aggregate
+// only after the previous one was acknowledged. After a failure the rest
+// of that aggregate is not sent. It returns one Result per event, in
+// order, when every record is answered, held back, or ctx ended (the
+// records still unanswered then fail with ctx's error).
 //
 // Kafka refuses a whole partition batch when one record in it is too large
 // or invalid, so such an error does not prove the record guilty. A chain
-// whose head failed that way before is produced last, one record at a
-// time with nothing else in flight: only an error repeated in isolation
-// quarantines the event (see isolated).
-func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result {
-	results := make([]result, len(events))
+// whose head failed that way before (Event.PreviousErrorClass) is produced
+// last, one record at a time with nothing else in flight: only an error
+// repeated in isolation is the record's own (Result.Isolated).
+func (p *Publisher) Publish(ctx context.Context, events []store.Event) []Result {
+	results := make([]Result, len(events))
 	for i, e := range events {
-		results[i].event = e
+		results[i].Event = e
 	}
 	var normal, suspects []int // chain heads
 	for i := range events {
@@ -53,11 +78,11 @@ func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result
 			}
 		}
 	}
-	r.produceChains(ctx, events, results, normal)
+	p.produceChains(ctx, events, results, normal)
 	for _, head := range suspects {
-		r.produceChains(ctx, events, results, []int{head})
+		p.produceChains(ctx, events, results, []int{head})
 		for i := head; i < len(events) && sameAggregate(events[head], events[i]); i++ {
-			results[i].isolated = true
+			results[i].Isolated = true
 		}
 	}
 	return results
@@ -65,7 +90,7 @@ func (r *Relay) publishBatch(ctx context.Context, events []store.Event) []result
 
 // produceChains produces the chains starting at heads, concurrently, and
 // returns when every record is acknowledged, failed or held back.
-func (r *Relay) produceChains(ctx context.Context, events []store.Event, results []result, heads []int) {
+func (p *Publisher) produceChains(ctx context.Context, events []store.Event, results []Result, heads []int) {
 	type ack struct {
 		idx       int
 		partition int32
@@ -78,15 +103,15 @@ func (r *Relay) produceChains(ctx context.Context, events []store.Event, results
 	// failures, without a round trip).
 	produce := func(idx int) {
 		res := &results[idx]
-		res.sent = true
-		rec, topic, err := r.record(res.event)
-		res.topic = topic
+		res.Sent = true
+		rec, topic, err := p.record(res.Event)
+		res.Topic = topic
 		inFlight++
 		if err != nil {
 			acks <- ack{idx: idx, err: err}
 			return
 		}
-		r.producer.Produce(ctx, rec, func(rec *kgo.Record, err error) {
+		p.producer.Produce(ctx, rec, func(rec *kgo.Record, err error) {
 			acks <- ack{idx: idx, partition: rec.Partition, err: err}
 		})
 	}
@@ -98,12 +123,12 @@ func (r *Relay) produceChains(ctx context.Context, events []store.Event, results
 		select {
 		case a = <-acks:
 		case <-ctx.Done():
-			r.abandon(ctx, events, results)
+			abandon(ctx, events, results)
 			return
 		}
 		inFlight--
 		res := &results[a.idx]
-		res.partition, res.err, res.answered = a.partition, a.err, true
+		res.Partition, res.Err, res.answered = a.partition, a.err, true
 		next := a.idx + 1
 		if next >= len(events) || !sameAggregate(events[a.idx], events[next]) {
 			continue
@@ -113,7 +138,7 @@ func (r *Relay) produceChains(ctx context.Context, events []store.Event, results
 			continue
 		}
 		for j := next; j < len(events) && sameAggregate(events[a.idx], events[j]); j++ {
-			results[j].behind = res.event.ID
+			results[j].Behind = res.Event.ID
 		}
 	}
 }
@@ -126,16 +151,16 @@ func (r *Relay) produceChains(ctx context.Context, events []store.Event, results
 // this batch for as long as it lasts. The records may still be written
 // later: duplicates, which at-least-once allows. The acks channel has room
 // for every record, so late promises never block.
-func (r *Relay) abandon(ctx context.Context, events []store.Event, results []result) {
+func abandon(ctx context.Context, events []store.Event, results []Result) {
 	err := fmt.Errorf("no acknowledgement from Kafka before the lease ended: %w", ctx.Err())
 	for i := range results {
 		res := &results[i]
-		if !res.sent || res.answered {
+		if !res.Sent || res.answered {
 			continue
 		}
-		res.err = err
-		for j := i + 1; j < len(events) && sameAggregate(events[i], events[j]) && !results[j].sent; j++ {
-			results[j].behind = res.event.ID
+		res.Err = err
+		for j := i + 1; j < len(events) && sameAggregate(events[i], events[j]) && !results[j].Sent; j++ {
+			results[j].Behind = res.Event.ID
 		}
 	}
 }
@@ -160,8 +185,8 @@ func (e encodeError) Error() string { return "encode: " + e.err.Error() }
 func (e encodeError) Unwrap() error { return e.err }
 
 // record builds the Kafka record of an event for its routed topic.
-func (r *Relay) record(e store.Event) (*kgo.Record, string, error) {
-	topic, ok := r.cfg.topicFor(e.AggregateType)
+func (p *Publisher) record(e store.Event) (*kgo.Record, string, error) {
+	topic, ok := p.route(e.AggregateType)
 	if !ok {
 		return nil, "", errNoRoute
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/redact"
 	"github.com/herald-outbox/herald/kafka"
@@ -19,13 +20,22 @@ import (
 // settleTimeout bounds recording a batch's outcome, even during shutdown.
 const settleTimeout = 30 * time.Second
 
+// Store is what the relay needs from the database; *store.Store
+// implements it.
+type Store interface {
+	// Claim leases a batch of events whose aggregate predecessors are done.
+	Claim(ctx context.Context, req store.ClaimRequest) (store.Claim, error)
+	// Settle records a batch's outcome, fenced by its lease.
+	Settle(ctx context.Context, lease store.Lease, out store.Outcome, policy store.OrderPolicy) (store.Settled, error)
+}
+
 // Relay claims committed outbox events, publishes them to Kafka and marks
 // them published, at least once and in order per aggregate.
 type Relay struct {
-	cfg      Config
-	store    store.Store
-	producer Producer
-	log      *slog.Logger
+	cfg       Config
+	store     Store
+	publisher *Publisher
+	log       *slog.Logger
 	// errorStreak counts consecutive failed iterations, for the loop's own
 	// backoff while the database or Kafka is down.
 	errorStreak uint32
@@ -41,13 +51,13 @@ type Producer interface {
 
 // New returns a Relay over st publishing with producer (see
 // kafka.NewProducer; its delivery timeout should be shorter than the lease).
-func New(cfg Config, st store.Store, producer Producer) (*Relay, error) {
+func New(cfg Config, st Store, producer Producer) (*Relay, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("relay config: %w", err)
 	}
 	return &Relay{
-		cfg: cfg, store: st, producer: producer,
+		cfg: cfg, store: st, publisher: NewPublisher(producer, cfg.Topics, cfg.DefaultTopic),
 		log: cfg.Logger.With("relay_id", cfg.ID),
 	}, nil
 }
@@ -70,10 +80,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue
 		case err != nil:
 			r.errorStreak++
-			wait = Backoff(r.errorStreak, r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			var ce *ConfigurationFailure
-			if !errors.As(err, &ce) { // logged once per interval by configFailed
-				r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
+			wait = backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
+			if !isConfigurationFailure(err) { // configFailed logs those, once per interval
+				r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
 			}
 		case claimed < r.cfg.BatchSize:
 			r.errorStreak = 0
@@ -129,7 +138,7 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 
 	failpoint.Hit(failpoint.RelayBeforePublish)
 	start := time.Now()
-	results := r.publishBatch(pubCtx, claim.Events)
+	results := r.publisher.Publish(pubCtx, claim.Events)
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
 	failpoint.Hit(failpoint.RelayAfterAckBeforeMark)
 
@@ -147,57 +156,53 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 		r.log.Warn("lease taken over before the batch was settled; its events may be published again",
 			"events", settled.LostLeases, "locked_at", claim.Lease.LockedAt)
 	}
-	if configErr != nil {
-		return len(claim.Events) + claim.Held, r.configFailed(configErr.Class, configErr.err)
-	}
-	if len(out.Published) > 0 {
-		r.configResolved()
+	if err := r.settledConfiguration(configErr, len(out.Published)); err != nil {
+		return len(claim.Events) + claim.Held, err
 	}
 	return len(claim.Events) + claim.Held, nil
 }
 
 // outcome turns per-event results into what Settle records, and returns
 // the first configuration failure among them.
-func (r *Relay) outcome(results []result) (store.Outcome, *ConfigurationFailure) {
+func (r *Relay) outcome(results []Result) (store.Outcome, *ConfigurationFailure) {
 	var out store.Outcome
 	var configErr *ConfigurationFailure
 	published := map[string]map[int32]int{}
 	for _, res := range results {
-		e := res.event
+		e := res.Event
 		switch {
-		case !res.sent:
-			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: res.behind})
-		case res.err == nil:
+		case !res.Sent:
+			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: res.Behind})
+		case res.Err == nil:
 			out.Published = append(out.Published, e.ID)
-			if published[res.topic] == nil {
-				published[res.topic] = map[int32]int{}
+			if published[res.Topic] == nil {
+				published[res.Topic] = map[int32]int{}
 			}
-			published[res.topic][res.partition]++
-		case errors.Is(res.err, context.Canceled):
+			published[res.Topic][res.Partition]++
+		case errors.Is(res.Err, context.Canceled):
 			// Shutdown gave up on it: not a failure of the event.
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
 		default:
-			class, fatal := classify(res.err)
+			class, fatal := classify(res.Err)
 			if kafka.IsConfiguration(class) {
 				// Not the event's failure (docs/security.md): it is released
 				// with its attempt given back, never quarantined, and the
 				// relay, not the event, backs off.
+				f := &ConfigurationFailure{Class: class, Topic: res.Topic, err: res.Err}
 				if configErr == nil {
-					configErr = &ConfigurationFailure{Class: class, err: res.err}
+					configErr = f
 				}
-				out.Unsent = append(out.Unsent, store.Unsent{
-					EventID: e.ID, Class: class, Message: configurationMessage(class, res.err),
-				})
+				out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Class: class, Message: f.Error()})
 				continue
 			}
-			retryAfter := Backoff(e.Attempts, r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
-			if fatal && suspectClass(class) && !res.isolated {
+			retryAfter := backoff.Delay(int(e.Attempts), r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
+			if fatal && suspectClass(class) && !res.Isolated {
 				// Maybe another record's fault: retry soon, alone.
 				fatal, retryAfter = false, r.cfg.BackoffBase
 			}
 			quarantine := fatal || int(e.Attempts) >= r.cfg.MaxAttempts
 			f := store.Failure{
-				EventID: e.ID, Class: class, Message: res.err.Error(), Quarantine: quarantine,
+				EventID: e.ID, Class: class, Message: res.Err.Error(), Quarantine: quarantine,
 				RetryAfter: retryAfter,
 			}
 			out.Failed = append(out.Failed, f)
@@ -208,7 +213,7 @@ func (r *Relay) outcome(results []result) (store.Outcome, *ConfigurationFailure)
 			}
 			r.log.Log(context.Background(), level, "publish failed",
 				"event_id", e.ID, "aggregate_type", e.AggregateType, "attempt", e.Attempts,
-				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter,
+				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter.String(),
 				"error", redact.Truncate(redact.Secrets(f.Message), 300))
 		}
 	}

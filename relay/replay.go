@@ -9,7 +9,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Replay defaults.
@@ -22,9 +21,9 @@ const (
 
 // ReplayStore is what a replay needs from the database.
 type ReplayStore interface {
-	ReplayPage(ctx context.Context, sel mysql.ReplaySelection, pos mysql.ReplayPosition, limit int) ([]store.Event, error)
-	LoadReplayCheckpoint(ctx context.Context, name string, sel mysql.ReplaySelection, savedRange bool) (mysql.ReplayCheckpoint, error)
-	SaveReplayCheckpoint(ctx context.Context, cp mysql.ReplayCheckpoint, finished bool) error
+	ReplayPage(ctx context.Context, sel store.ReplaySelection, pos store.ReplayPosition, limit int) ([]store.Event, error)
+	LoadReplayCheckpoint(ctx context.Context, name string, sel store.ReplaySelection, savedRange bool) (store.ReplayCheckpoint, error)
+	SaveReplayCheckpoint(ctx context.Context, cp store.ReplayCheckpoint, finished bool) error
 }
 
 // ReplayConfig shapes a replay.
@@ -33,7 +32,7 @@ type ReplayConfig struct {
 	// page it finished. Required.
 	Checkpoint string
 	// Selection chooses the events. Required.
-	Selection mysql.ReplaySelection
+	Selection store.ReplaySelection
 	// ResumeSavedRange resumes an existing checkpoint with the time range it
 	// was saved with (for ranges given relative to now). Defaults to false:
 	// the range must match.
@@ -137,7 +136,7 @@ func (r *Replayer) Run(ctx context.Context) (int64, error) {
 			}
 		}
 		last := page[len(page)-1]
-		cp.Position = mysql.ReplayPosition{AggregateType: last.AggregateType, AggregateID: last.AggregateID, AggregateSeq: last.AggregateSeq}
+		cp.Position = store.ReplayPosition{AggregateType: last.AggregateType, AggregateID: last.AggregateID, AggregateSeq: last.AggregateSeq}
 		cp.Replayed += int64(len(page))
 		produced += int64(len(page))
 		if err := r.store.SaveReplayCheckpoint(ctx, cp, false); err != nil {

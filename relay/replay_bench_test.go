@@ -9,6 +9,7 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -54,7 +55,7 @@ func benchLiveWithReplay(b *testing.B, rate int) {
 		rp, err := relay.NewReplayer(relay.ReplayConfig{
 			Checkpoint: "bench", Rate: rate, Topics: map[string]string{"order": topic},
 			TopicFor:  func(string) string { return replayTopic },
-			Selection: mysql.ReplaySelection{From: time.Now().Add(-24 * time.Hour), To: time.Now().Add(time.Hour)},
+			Selection: store.ReplaySelection{From: time.Now().Add(-24 * time.Hour), To: time.Now().Add(time.Hour)},
 		}, mysql.NewStore(db), producer)
 		if err != nil {
 			b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
-	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestTooLargeRecordIsQuarantined: on a topic whose max.message.bytes is
@@ -55,7 +55,7 @@ func TestTooLargeRecordIsQuarantined(t *testing.T) {
 	testenv.WaitFor(t, time.Minute, "big events quarantined, the rest published", func() (bool, string) {
 		published := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
 		quarantined := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
-		parked := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND next_attempt_at = ?", store.Never)
+		parked := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND next_attempt_at = ?", (mysql.Dialect{}).Never())
 		return published == 91 && quarantined == 2 && parked == 4,
 			fmt.Sprintf("%d published (want 91), %d quarantined (want 2), %d held at Never (want 4)", published, quarantined, parked)
 	})
@@ -76,7 +76,7 @@ func TestTooLargeRecordIsQuarantined(t *testing.T) {
 		}
 	}
 	for _, id := range held {
-		if r := byID[id]; r.Published || r.Quarantined || r.ErrorClass != "held" || !r.NextAttemptAt.Equal(store.Never) {
+		if r := byID[id]; r.Published || r.Quarantined || r.ErrorClass != "held" || !r.NextAttemptAt.Equal((mysql.Dialect{}).Never()) {
 			t.Errorf("event %s (%s #%d) behind a quarantined one: published %v, quarantined %v, class %q, next attempt %v; want held until Never",
 				id, r.AggregateID, r.Seq, r.Published, r.Quarantined, r.ErrorClass, r.NextAttemptAt)
 		}

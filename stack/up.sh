@@ -17,6 +17,7 @@ install_packages() {
   command -v openssl >/dev/null || missing+=(openssl)
   command -v java >/dev/null || missing+=(default-jre-headless)
   command -v mvn >/dev/null || missing+=(maven)
+  [ -d /usr/share/zoneinfo ] || missing+=(tzdata)
   [ ${#missing[@]} -eq 0 ] && return 0
   step "install ${missing[*]} (apt)"
   [ "$(id -u)" = 0 ] || fail "installing ${missing[*]} needs root (apt-get)"
@@ -109,6 +110,21 @@ GRANT ALL PRIVILEGES ON \`herald%\`.* TO 'herald'@'127.0.0.1', 'herald'@'localho
 GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, PROCESS ON *.* TO 'herald'@'127.0.0.1', 'herald'@'localhost',
   '$MARIADB_TLS_USER'@'127.0.0.1', '$MARIADB_X509_USER'@'127.0.0.1';
 SQL
+}
+
+# Named time zones (CONVERT_TZ, SET time_zone = 'Europe/Berlin'), as
+# services outside UTC use them: herald's tests write through such sessions.
+# Loaded once, outside the binlog.
+load_time_zones() {
+  local zones
+  zones=$(mariadb --socket="$MARIADB_SOCKET" -uroot -N -e "SELECT COUNT(*) FROM mysql.time_zone_name") \
+    || fail "count time zones"
+  [ "$zones" -gt 0 ] && return 0
+  step "load time zones into mariadb"
+  command -v mariadb-tzinfo-to-sql >/dev/null || fail "mariadb-tzinfo-to-sql is missing (package mariadb-server)"
+  [ -d /usr/share/zoneinfo ] || fail "/usr/share/zoneinfo is missing (package tzdata)"
+  { echo "SET SESSION sql_log_bin = 0;"; mariadb-tzinfo-to-sql /usr/share/zoneinfo 2>/dev/null; } \
+    | mariadb --socket="$MARIADB_SOCKET" -uroot mysql || fail "load time zones"
 }
 
 resolve_kafka_jars() {
@@ -293,6 +309,7 @@ ensure_tls
 configure_mariadb
 "$NODE" start mariadb
 create_herald_user
+load_time_zones
 resolve_kafka_jars
 configure_kafka
 for id in $(kafka_nodes); do "$NODE" start "kafka-$id"; done

@@ -1,18 +1,9 @@
-// Package store is the storage contract the relay needs; store/mysql
-// implements it for MySQL 8.0+ and MariaDB 10.6+. docs/design.md explains
-// the state machine and the lock rules these operations keep.
 package store
 
 import (
-	"context"
-	"fmt"
+	"database/sql"
 	"time"
 )
-
-// Never is the next_attempt_at of rows the claim must not reach:
-// quarantined and discarded events, and events held behind a quarantined
-// one.
-var Never = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // Event is one outbox row as the relay publishes it.
 type Event struct {
@@ -107,9 +98,9 @@ type Unsent struct {
 	EventID string
 	// Behind is the id of the failed event it waits for.
 	Behind string
-	// Class and Message, when Class is set, are recorded as error_class and
-	// last_error instead of "held behind Behind": the configuration
-	// failure that stopped it.
+	// Class and Message, when Class is set, are the configuration failure
+	// that stopped it (kafka.IsConfiguration): it is ready again at once
+	// with them as error_class and last_error, Behind ignored.
 	Class   string
 	Message string
 }
@@ -132,55 +123,22 @@ type Settled struct {
 	Quarantined int
 }
 
-// Store is what the relay needs from the database.
-type Store interface {
-	// Claim leases a batch of events whose aggregate predecessors are done.
-	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
-	// Settle records a batch's outcome, fenced by its lease.
-	Settle(ctx context.Context, lease Lease, out Outcome, policy OrderPolicy) (Settled, error)
+// Store is herald's view of one outbox database: the claim planner, the
+// settlement of outcomes and the operators' actions, in dialect-free Go
+// over the SQL primitives of a Dialect. It is safe for concurrent use.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
 }
 
-// CleanupRequest says what one cleanup pass may delete.
-type CleanupRequest struct {
-	// Retention keeps published events younger than this (the replay
-	// window). Required.
-	Retention time.Duration
-	// InboxRetention keeps consumed_events rows younger than this; 0 leaves
-	// the inbox alone. It must exceed Retention: a replayed event must still
-	// find its inbox row, or it would be applied twice.
-	InboxRetention time.Duration
-	// BatchSize is the most rows one DELETE removes. Required.
-	BatchSize int
-	// Pause is the wait between batches, to leave the database to live
-	// traffic.
-	Pause time.Duration
-	// MaxBatches stops a pass after this many batches per table (0: until
-	// done).
-	MaxBatches int
+// New returns a Store on db speaking dialect. db must be opened the
+// dialect's way (mysql.Open, postgres.Open).
+func New(db *sql.DB, dialect Dialect) *Store {
+	return &Store{db: db, dialect: dialect}
 }
 
-// Validate checks a request; errors name the field.
-func (r CleanupRequest) Validate() error {
-	switch {
-	case r.Retention <= 0:
-		return fmt.Errorf("retention must be positive, got %v", r.Retention)
-	case r.BatchSize < 1 || r.BatchSize > 10000:
-		return fmt.Errorf("batch size must be 1..10000, got %d", r.BatchSize)
-	case r.Pause < 0:
-		return fmt.Errorf("pause must not be negative, got %v", r.Pause)
-	case r.InboxRetention != 0 && r.InboxRetention <= r.Retention:
-		return fmt.Errorf("inbox retention (%v) must be longer than the outbox retention, the replay window (%v): "+
-			"an event replayed from the outbox must still find its inbox row", r.InboxRetention, r.Retention)
-	}
-	return nil
-}
+// Dialect returns the store's dialect.
+func (s *Store) Dialect() Dialect { return s.dialect }
 
-// CleanupReport is what a cleanup pass deleted.
-type CleanupReport struct {
-	Events   int64 `json:"events_deleted"`
-	Failures int64 `json:"failures_deleted"`
-	Inbox    int64 `json:"inbox_rows_deleted"`
-	Batches  int   `json:"batches"`
-	// LargestBatch is the most rows one statement deleted.
-	LargestBatch int64 `json:"largest_batch"`
-}
+// DB returns the store's connection pool.
+func (s *Store) DB() *sql.DB { return s.db }

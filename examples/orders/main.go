@@ -2,16 +2,7 @@
 // that writes orders and their outbox events in one transaction.
 //
 //	go run ./examples/orders
-//
-// Environment:
-//
-//	HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
-//	HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
-//	HERALD_MYSQL_TLS, HERALD_MYSQL_TLS_CA_FILE, _CERT_FILE, _KEY_FILE, _SERVER_NAME
-//	                              TLS to the database, as herald's --mysql-tls* flags (docs/security.md)
-//	HERALD_MYSQL_PASSWORD_FILE    file holding the database password, replacing the DSN's
-//	HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
-//	HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
+//	go run ./examples/orders --help   # its settings (environment variables)
 //
 // It applies herald's schema and its own on start, logs JSON to stderr and
 // stops gracefully on SIGTERM or SIGINT (exit code 0).
@@ -27,17 +18,48 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
 	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
+const usage = `orders: the orders example service, an HTTP API that writes each order and
+its outbox event in one transaction (see examples/orders/README.md).
+
+Usage: orders [--help]
+
+Settings come from the environment:
+
+  HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
+  HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
+  HERALD_MYSQL_TLS              verify-identity, verify-ca or skip-verify: TLS to the database, as
+                                herald's --mysql-tls (default none, verify-identity with a CA file)
+  HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
+  HERALD_MYSQL_TLS_SERVER_NAME  its CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE    file holding the database password, replacing the DSN's
+  HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
+  HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
+  HERALD_FAILPOINTS             crash drills, e.g. orders.after_commit=crash (default none)
+
+It applies herald's schema and its own at start, logs JSON to stderr and stops
+gracefully on SIGTERM or SIGINT (exit code 0).
+`
+
 func main() {
+	if code, done := cmdline.Parse("orders", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	os.Exit(run())
 }
 
 func run() int {
+	if err := failpoint.EnableFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "orders: %v\n", err)
+		return 2
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

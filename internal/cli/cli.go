@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/herald-outbox/herald/internal/failpoint"
 )
 
 // exitUsage is the exit code for a bad flag or argument.
@@ -24,8 +26,14 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 // Main runs herald with args (without the program name) and returns the exit
-// code. SIGINT and SIGTERM cancel the command's context.
+// code. SIGINT and SIGTERM cancel the command's context. It switches on the
+// failpoints HERALD_FAILPOINTS names (drills set it); a malformed value is a
+// usage error, whatever the command.
 func Main(args []string) int {
+	if err := failpoint.EnableFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "herald: %v\n", err)
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/kafka"
@@ -193,7 +194,7 @@ func (f *kafkaFlags) admin(ctx context.Context) (*kadm.Client, error) {
 func optionError(err error) error {
 	var msgs []string
 	usage := false
-	for _, e := range flatten(err) {
+	for _, e := range config.Leaves(err) {
 		var se *kafka.SecurityError
 		var oe *mysql.OptionError
 		switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/internal/drill"
 )
 
@@ -173,7 +174,7 @@ func drillConfigError(err error, flags map[string]string) error {
 	}
 	var msgs []string
 	usage := false
-	for _, e := range flatten(err) {
+	for _, e := range config.Leaves(err) {
 		var ce *drill.ConfigError
 		if errors.As(e, &ce) {
 			usage = true

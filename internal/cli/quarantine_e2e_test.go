@@ -34,7 +34,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 	pad := make([]byte, 40_000) // random: compression cannot shrink it under the limit
 	rand.Read(pad)
 	big, _ := json.Marshal(map[string]string{"note": base64.StdEncoding.EncodeToString(pad)})
-	w, _ := outbox.NewWriter(outbox.Config{})
+	w, _ := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 	tx, err := d.DB.Begin()
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,17 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
@@ -25,29 +24,39 @@ import (
 // /metrics unless told otherwise.
 const MetricsAddrDefault = "127.0.0.1:9101"
 
-// relayFlagOfField names the flag behind each relay.Config field, so a
-// config error speaks the operator's language.
+// relayFlagOfField names the flag behind each relay.ServiceConfig field, so
+// a config error speaks the operator's language.
 var relayFlagOfField = map[string]string{
-	"ID": "--relay-id", "BatchSize": "--batch-size", "Lease": "--lease",
-	"PollInterval": "--poll-interval", "MaxAttempts": "--max-attempts",
-	"BackoffBase": "--backoff-base", "BackoffCap": "--backoff-cap",
-	"OrderPolicy": "--order-policy", "Topics": "--topic", "ShutdownTimeout": "--shutdown-timeout",
+	"Relay.ID": "--relay-id", "Relay.BatchSize": "--batch-size", "Relay.Lease": "--lease",
+	"Relay.PollInterval": "--poll-interval", "Relay.MaxAttempts": "--max-attempts",
+	"Relay.BackoffBase": "--backoff-base", "Relay.BackoffCap": "--backoff-cap",
+	"Relay.OrderPolicy": "--order-policy", "Relay.Topics": "--topic", "Relay.DefaultTopic": "--default-topic",
+	"Relay.ShutdownTimeout": "--shutdown-timeout", "Cleaner.Retention": "--cleanup-retention",
+	"Cleaner.InboxRetention": "--cleanup-inbox-retention", "Cleaner.Interval": "--cleanup-interval",
+	"BacklogInterval": "--backlog-interval", "MetricsAddr": "--metrics-addr",
+}
+
+// relayNoZeroFlags are the flags whose relay.ServiceConfig field reads 0 (or
+// "") as "the default": every one has an explicit default, so a 0 can only
+// have been given on purpose, and is refused rather than silently replaced.
+var relayNoZeroFlags = []string{
+	"batch-size", "lease", "poll-interval", "max-attempts", "backoff-base", "backoff-cap",
+	"order-policy", "shutdown-timeout", "cleanup-interval", "backlog-interval", "metrics-addr",
 }
 
 func newRelayCommand() *cobra.Command {
 	var (
 		db          dbFlags
 		kf          kafkaFlags
-		cfg         relay.Config
+		svc         relay.ServiceConfig
 		orderPolicy string
 		topics      []string
 		compression string
 		linger      time.Duration
-		metricsAddr string
+		maxRecord   int
 		migrate     bool
-		cleanup     relay.CleanerConfig
-		backlogTick time.Duration
 	)
+	env := envFlags{}
 	cmd := &cobra.Command{
 		Use:   "relay",
 		Short: "Publish committed outbox events to Kafka (run several for availability)",
@@ -61,40 +70,40 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// Every problem of the command line is reported at once.
+			problems := refuseZero(cmd, env, relayNoZeroFlags)
 			kafkaOpts, err := kf.options()
 			if err != nil {
-				return err
+				problems = append(problems, err.Error())
 			}
-			cfg.OrderPolicy = store.OrderPolicy(orderPolicy)
+			svc.Relay.OrderPolicy = store.OrderPolicy(orderPolicy)
 			routes, err := parseTopicRoutes(topics)
 			if err != nil {
-				return err
+				problems = append(problems, err.Error())
 			}
-			cfg.Topics = routes
-			codecName := compression
-			if _, err := kafka.ParseCompression(codecName); err != nil {
-				return usageError{fmt.Errorf("--compression: %w", err)}
+			svc.Relay.Topics = routes
+			if _, err := kafka.ParseCompression(compression); err != nil {
+				problems = append(problems, "--compression: "+err.Error())
 			}
-			if linger < 0 {
-				return usageError{fmt.Errorf("--linger: must not be negative, got %v", linger)}
+			switch {
+			case linger < 0:
+				problems = append(problems, fmt.Sprintf("--linger: must not be negative, got %v", linger))
+			case linger == 0:
+				linger = -1 // kafka.ProducerConfig's "no lingering"; its 0 is the default
 			}
-			if _, _, err := net.SplitHostPort(metricsAddr); err != nil {
-				return usageError{fmt.Errorf("--metrics-addr: %w", err)}
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				problems = append(problems, "--max-record-bytes: "+err.Error())
 			}
-			if err := cfg.Validate(); err != nil {
-				return relayConfigError(err)
+			if err := svc.Validate(); err != nil {
+				problems = append(problems, flagMessages(err, relayFlagOfField)...)
 			}
-			if cleanup.Retention > 0 {
-				if err := cleanup.Validate(); err != nil {
-					return usageError{fmt.Errorf("--cleanup-*: %w", err)}
-				}
+			if len(problems) > 0 {
+				return usageError{errors.New(strings.Join(problems, "; "))}
 			}
+
 			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 			slog.SetDefault(logger)
-			cfg.Logger = logger
-			reg := metrics.NewRegistry()
-			cfg.Observer = metrics.NewRelay(reg)
-
+			svc.Logger = logger
 			conn, err := db.open(ctx)
 			if err != nil {
 				return err
@@ -107,113 +116,63 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			} else if err := migrations.Herald.Check(ctx, conn); err != nil {
 				return err
 			}
-
-			lease := cfg.Lease
-			if lease == 0 {
-				lease = relay.LeaseDefault
-			}
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{
-				Brokers: kf.brokers, ClientID: "herald-relay", Compression: codecName, Linger: linger,
+				Brokers: kf.brokers, ClientID: "herald-relay", Compression: compression, Linger: linger,
+				MaxRecordBytes: maxRecord,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
-				DeliveryTimeout: lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
+				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
 			})
 			if err != nil {
 				return err
 			}
 			defer producer.Close()
 
-			st := mysql.NewStore(conn)
-			r, err := relay.New(cfg, st, producer)
+			s, err := relay.NewService(svc, mysql.NewStore(conn), producer)
 			if err != nil {
-				return relayConfigError(err)
+				return err
 			}
-			var cleaner *relay.Cleaner
-			if cleanup.Retention > 0 {
-				cleanup.Logger = logger
-				if cleaner, err = relay.NewCleaner(cleanup, st); err != nil {
-					return err
-				}
+			logger.Info("relay connecting", "mysql", mysql.Address(db.dsn), "mysql_tls", db.opts.Mode(),
+				"kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
+			err = s.Run(ctx)
+			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
+				return fmt.Errorf("--metrics-addr %s: %w", svc.MetricsAddr, err)
 			}
-
-			ln, err := net.Listen("tcp", metricsAddr)
-			if err != nil {
-				return fmt.Errorf("--metrics-addr %s: %w", metricsAddr, err)
-			}
-			backlog := metrics.NewBacklog(reg, st, backlogTick, logger)
-			backlogCtx, stopBacklog := context.WithCancel(ctx)
-			defer stopBacklog()
-			go backlog.Run(backlogCtx)
-
-			mux := http.NewServeMux()
-			mux.Handle("GET /metrics", metrics.Handler(reg))
-			mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-				fmt.Fprintln(w, "ok")
-			})
-			mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
-				pingCtx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
-				defer cancel()
-				if err := conn.PingContext(pingCtx); err != nil {
-					http.Error(w, "mysql: not reachable", http.StatusServiceUnavailable)
-					return
-				}
-				if err := r.ConfigurationFailure(); err != nil {
-					http.Error(w, "kafka: "+err.Error(), http.StatusServiceUnavailable)
-					return
-				}
-				if err := producer.Ping(pingCtx); err != nil {
-					http.Error(w, "kafka: not reachable", http.StatusServiceUnavailable)
-					return
-				}
-				fmt.Fprintln(w, "ready")
-			})
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-			go srv.Serve(ln)
-			defer func() {
-				shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				srv.Shutdown(shutCtx)
-			}()
-			logger.Info("relay listening", "metrics_addr", ln.Addr().String(), "mysql", mysql.Address(db.dsn),
-				"mysql_tls", db.opts.Mode(), "kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
-			if cleaner != nil {
-				cleanCtx, stopCleaner := context.WithCancel(ctx)
-				defer stopCleaner()
-				go cleaner.Run(cleanCtx)
-			}
-			return r.Run(ctx)
+			return err
 		},
 	}
-	env := envFlags{}
 	db.register(cmd, env)
 	kf.register(cmd, env)
 	f := cmd.Flags()
-	f.StringVar(&cfg.ID, "relay-id", "", "unique relay id written to locked_by (default <hostname>-<pid>)")
-	f.IntVar(&cfg.BatchSize, "batch-size", relay.BatchSizeDefault, "events per claim")
-	f.DurationVar(&cfg.Lease, "lease", relay.LeaseDefault, "how long claimed events belong to this relay")
-	f.DurationVar(&cfg.PollInterval, "poll-interval", relay.PollIntervalDefault, "wait after a claim that found less than a full batch")
-	f.IntVar(&cfg.MaxAttempts, "max-attempts", relay.MaxAttemptsDefault, "failed attempts before an event is quarantined")
-	f.DurationVar(&cfg.BackoffBase, "backoff-base", relay.BackoffBaseDefault, "first retry delay (doubles per attempt)")
-	f.DurationVar(&cfg.BackoffCap, "backoff-cap", relay.BackoffCapDefault, "longest retry delay")
+	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id written to locked_by (default <hostname>-<pid>)")
+	f.IntVar(&svc.Relay.BatchSize, "batch-size", relay.BatchSizeDefault, "events per claim")
+	f.DurationVar(&svc.Relay.Lease, "lease", relay.LeaseDefault, "how long claimed events belong to this relay")
+	f.DurationVar(&svc.Relay.PollInterval, "poll-interval", relay.PollIntervalDefault, "wait after a claim that found less than a full batch")
+	f.IntVar(&svc.Relay.MaxAttempts, "max-attempts", relay.MaxAttemptsDefault, "failed attempts before an event is quarantined")
+	f.DurationVar(&svc.Relay.BackoffBase, "backoff-base", relay.BackoffBaseDefault, "first retry delay (doubles per attempt)")
+	f.DurationVar(&svc.Relay.BackoffCap, "backoff-cap", relay.BackoffCapDefault, "longest retry delay")
 	f.StringVar(&orderPolicy, "order-policy", string(relay.OrderPolicyDefault),
 		"hold: later events of an aggregate wait behind a failing one; skip-quarantined: they pass a quarantined one")
 	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "route aggregate_type=topic (repeatable or comma-separated)")
-	f.StringVar(&cfg.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
+	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
-	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch")
-	f.StringVar(&metricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", relay.ShutdownTimeoutDefault, "on SIGTERM, wait this long for the batch in flight")
+	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once)")
+	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
+		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
+	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
+	f.DurationVar(&svc.Relay.ShutdownTimeout, "shutdown-timeout", relay.ShutdownTimeoutDefault, "on SIGTERM, wait this long for the batch in flight")
 	f.BoolVar(&migrate, "migrate", false, "apply herald's schema migrations at start")
-	f.DurationVar(&cleanup.Retention, "cleanup-retention", 0, "run cleanup in the background, keeping published events this long (0: off)")
-	f.DurationVar(&cleanup.InboxRetention, "cleanup-inbox-retention", 0, "background cleanup also prunes consumed_events older than this (must exceed --cleanup-retention)")
-	f.DurationVar(&backlogTick, "backlog-interval", metrics.BacklogIntervalDefault, "how often the backlog gauges are read from the database")
-	f.DurationVar(&cleanup.Interval, "cleanup-interval", relay.CleanupIntervalDefault, "wait between background cleanup passes")
+	f.DurationVar(&svc.Cleaner.Retention, "cleanup-retention", 0, "run cleanup in the background, keeping published events this long (0: off)")
+	f.DurationVar(&svc.Cleaner.InboxRetention, "cleanup-inbox-retention", 0, "background cleanup also prunes consumed_events older than this (must exceed --cleanup-retention)")
+	f.DurationVar(&svc.BacklogInterval, "backlog-interval", metrics.BacklogIntervalDefault, "how often the backlog gauges are read from the database")
+	f.DurationVar(&svc.Cleaner.Interval, "cleanup-interval", relay.CleanupIntervalDefault, "wait between background cleanup passes")
 	for flag, name := range map[string]string{
 		"relay-id": "HERALD_RELAY_ID", "batch-size": "HERALD_BATCH_SIZE", "lease": "HERALD_LEASE",
 		"poll-interval": "HERALD_POLL_INTERVAL", "max-attempts": "HERALD_MAX_ATTEMPTS",
 		"backoff-base": "HERALD_BACKOFF_BASE", "backoff-cap": "HERALD_BACKOFF_CAP",
 		"order-policy": "HERALD_ORDER_POLICY", "topic": "HERALD_TOPICS", "default-topic": "HERALD_DEFAULT_TOPIC",
 		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
+		"max-record-bytes": "HERALD_MAX_RECORD_BYTES",
 		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
 		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",
 		"cleanup-interval": "HERALD_CLEANUP_INTERVAL", "backlog-interval": "HERALD_BACKLOG_INTERVAL",
@@ -233,6 +192,9 @@ func parseTopicRoutes(entries []string) (map[string]string, error) {
 		if !ok || typ == "" || topic == "" {
 			return nil, usageError{fmt.Errorf("--topic: %q: want aggregate_type=topic", e)}
 		}
+		if err := kafka.ValidateTopicName(topic); err != nil {
+			return nil, usageError{fmt.Errorf("--topic: %s: %w", e, err)}
+		}
 		if prev, dup := routes[typ]; dup && prev != topic {
 			return nil, usageError{fmt.Errorf("--topic: aggregate type %q routed twice (%s and %s)", typ, prev, topic)}
 		}
@@ -241,33 +203,43 @@ func parseTopicRoutes(entries []string) (map[string]string, error) {
 	return routes, nil
 }
 
-// relayConfigError rewrites relay.Config field names as flag names.
-func relayConfigError(err error) error {
+// refuseZero reports each of names given as 0 or empty, naming the
+// environment variable when it, not the command line, gave the value. The
+// flags' defaults are never 0, so such a value was meant, and the library
+// would read it as "use the default".
+func refuseZero(cmd *cobra.Command, env envFlags, names []string) []string {
+	var problems []string
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		v := f.Value.String()
+		if v != "0" && v != "0s" && v != "" {
+			continue
+		}
+		who := "--" + name
+		if e, ok := env[name]; ok && !f.Changed {
+			who = e + " (for --" + name + ")"
+		}
+		if v == "" {
+			v = "empty"
+		}
+		problems = append(problems, fmt.Sprintf("%s: must not be %s; leave it out for the default, %s", who, v, f.DefValue))
+	}
+	return problems
+}
+
+// flagMessages renders a config validation's errors with flag names in
+// place of field names.
+func flagMessages(err error, flagOfField map[string]string) []string {
 	var msgs []string
-	for _, e := range flatten(err) {
-		var ce *relay.ConfigError
+	for _, e := range config.Leaves(err) {
+		var ce *config.Error
 		if errors.As(e, &ce) {
-			if flag, ok := relayFlagOfField[ce.Field]; ok {
+			if flag, ok := flagOfField[ce.Field]; ok {
 				msgs = append(msgs, flag+": "+ce.Msg)
 				continue
 			}
 		}
 		msgs = append(msgs, e.Error())
 	}
-	return usageError{errors.New(strings.Join(msgs, "; "))}
-}
-
-// flatten lists the leaves of a joined or wrapped error.
-func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	if u := errors.Unwrap(err); u != nil {
-		return flatten(u)
-	}
-	return []error{err}
+	return msgs
 }

@@ -1,6 +1,9 @@
 // Package failpoint makes a process fail at a named point, for crash drills
-// and crash tests. Failpoints are off unless HERALD_FAILPOINTS names them;
-// when none is set, Hit costs one atomic load.
+// and crash tests. Library code only calls Hit, which does nothing unless the
+// process's main switched failpoints on: herald's own binaries call
+// EnableFromEnv at start (and exit 2 when HERALD_FAILPOINTS is malformed), so
+// a service that imports herald is never killed, slowed or refused start-up
+// by the variable. When none is set, Hit costs one atomic load.
 //
 //	HERALD_FAILPOINTS='relay.after_ack_before_mark=crash@3;relay.before_publish=sleep(5s)'
 //
@@ -63,13 +66,15 @@ var (
 	points  map[string]*action
 )
 
-func init() {
-	if spec := os.Getenv(EnvVar); spec != "" {
-		if err := Set(spec); err != nil {
-			fmt.Fprintf(os.Stderr, "herald: %s: %v\n", EnvVar, err)
-			os.Exit(2)
-		}
+// EnableFromEnv switches on the failpoints HERALD_FAILPOINTS names; unset
+// or empty leaves them off. Only a binary's main calls it, before anything
+// else: a malformed value is an error naming the variable, which the binary
+// reports as a usage error (exit 2).
+func EnableFromEnv() error {
+	if err := Set(os.Getenv(EnvVar)); err != nil {
+		return fmt.Errorf("%s: %w", EnvVar, err)
 	}
+	return nil
 }
 
 // Set replaces the active failpoints with spec (the HERALD_FAILPOINTS
@@ -122,7 +127,8 @@ func parse(spec string) (map[string]*action, error) {
 }
 
 // Hit marks that the process reached the failpoint name and performs its
-// action, if one is set.
+// action, if the process switched one on (EnableFromEnv or Set); otherwise
+// it does nothing.
 func Hit(name string) {
 	if !enabled.Load() {
 		return

@@ -43,6 +43,10 @@ func TestSleep(t *testing.T) {
 // after the first hit and before the line that follows the second.
 func TestCrashKillsTheProcess(t *testing.T) {
 	if os.Getenv("FAILPOINT_CHILD") == "1" {
+		if err := EnableFromEnv(); err != nil {
+			os.Stdout.WriteString(err.Error())
+			os.Exit(2)
+		}
 		Hit(RelayAfterClaim)
 		os.Stdout.WriteString("survived hit 1\n")
 		Hit(RelayAfterClaim)
@@ -58,5 +62,37 @@ func TestCrashKillsTheProcess(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "survived hit 1") || strings.Contains(string(out), "survived hit 2") {
 		t.Errorf("child output %q: want a crash exactly at the second hit", out)
+	}
+}
+
+func TestEnableFromEnv(t *testing.T) {
+	t.Cleanup(func() { Set("") })
+	tests := []struct {
+		name, value string
+		wantErr     []string // substrings; nil: valid
+		enabled     bool
+	}{
+		{"unset or empty", "", nil, false},
+		{"valid", "relay.before_publish=sleep(1ms)", nil, true},
+		{"unknown failpoint", "relay.nowhere=crash", []string{EnvVar, "relay.nowhere"}, false},
+		{"bad action", "relay.after_claim=explode", []string{EnvVar, "explode"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			Set("")
+			t.Setenv(EnvVar, tt.value)
+			err := EnableFromEnv()
+			for _, want := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("EnableFromEnv() = %v, want an error naming %q", err, want)
+				}
+			}
+			if tt.wantErr == nil && err != nil {
+				t.Errorf("EnableFromEnv() = %v", err)
+			}
+			if enabled.Load() != tt.enabled {
+				t.Errorf("failpoints enabled = %v, want %v", enabled.Load(), tt.enabled)
+			}
+		})
 	}
 }

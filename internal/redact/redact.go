@@ -2,10 +2,7 @@
 // an outbox row's last_error or a dead-letter header.
 package redact
 
-import (
-	"regexp"
-	"unicode/utf8"
-)
+import "regexp"
 
 const mask = "REDACTED"
 
@@ -32,11 +29,15 @@ func Secrets(s string) string {
 	return s
 }
 
-// Truncate cuts s to at most max characters, on a rune boundary.
+// Truncate cuts s to at most max characters (runes, as a VARCHAR counts
+// them), never inside one.
 func Truncate(s string, max int) string {
-	if utf8.RuneCountInString(s) <= max {
-		return s
+	n := 0
+	for i := range s {
+		if n == max {
+			return s[:i]
+		}
+		n++
 	}
-	runes := []rune(s)
-	return string(runes[:max])
+	return s
 }

@@ -44,3 +44,24 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("Truncate changed a short string: %q", got)
 	}
 }
+
+func TestTruncateCountsCharactersNotBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 3, ""},
+		{"abc", 0, ""},
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"ééé", 3, "ééé"},  // 6 bytes, 3 characters: kept
+		{"éééé", 3, "ééé"}, // cut after the third character
+		{"a😀b", 2, "a😀"},   // a 4-byte character is never split
+	}
+	for _, tt := range tests {
+		if got := Truncate(tt.in, tt.max); got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // OrderEvents returns one order.created event per aggregate id, in order,
@@ -25,7 +26,7 @@ func OrderEvents(aggregateIDs ...string) []outbox.Event {
 // returns their ids.
 func AddEvents(t testing.TB, db *sql.DB, events ...outbox.Event) []string {
 	t.Helper()
-	w, err := outbox.NewWriter(outbox.Config{})
+	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/herald-outbox/herald/inbox"
+	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
 )
@@ -173,14 +173,14 @@ func (d *dispatcher) call(ctx context.Context, c pendingCall) {
 		if err != nil {
 			msg = kafka.ScrubError(err.Error())
 		}
-		wait := inbox.Backoff(c.attempts+1, d.backoff, d.backoffLimit, 0.8+0.4*rand.Float64())
+		wait := backoff.Delay(c.attempts, d.backoff, d.backoffLimit, rand.Float64())
 		if _, err := d.db.ExecContext(qctx,
 			"UPDATE warehouse_calls SET attempts = attempts + 1, last_error = ?, next_attempt_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND status = 'pending'",
 			msg, wait.Microseconds(), c.id); err != nil {
 			d.log.Warn("record warehouse call failure", "event_id", c.key, "error", err)
 		}
 		d.retries.Add(1)
-		d.log.Warn("warehouse call failed; retrying later", "event_id", c.key, "attempt", c.attempts+1, "retry_in", wait, "error", msg)
+		d.log.Warn("warehouse call failed; retrying later", "event_id", c.key, "attempt", c.attempts+1, "retry_in", wait.String(), "error", msg)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 //go:embed sql/*.sql
@@ -177,6 +178,7 @@ func New(cfg Config) (*Service, error) {
 		keys: make(chan string, 4096),
 	}
 	c, err := inbox.New(inbox.Config{
+		Dialect:        mysql.Dialect{},
 		ConsumerName:   cfg.ConsumerName,
 		Brokers:        cfg.Brokers,
 		KafkaOptions:   cfg.KafkaOptions,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Defaults of Config's fields.
@@ -42,7 +43,8 @@ type Config struct {
 	// Logger receives the service's structured logs. Defaults to JSON on
 	// stderr.
 	Logger *slog.Logger
-	// Outbox shapes the outbox writer. Defaults to outbox.Config{}.
+	// Outbox shapes the outbox writer; its Dialect defaults to
+	// mysql.Dialect{}. Defaults to outbox.Config{}.
 	Outbox outbox.Config
 	// RequestTimeout bounds the database work of one request; a request
 	// that runs out of it is rolled back and answered 503. Defaults to 5 s.
@@ -77,6 +79,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if c.Outbox.Dialect == nil {
+		c.Outbox.Dialect = mysql.Dialect{}
 	}
 	for _, d := range []struct {
 		field *time.Duration

@@ -1,0 +1,37 @@
+// Package relay publishes committed outbox events to Kafka: it claims them
+// in leased batches, produces them with acks=all and the idempotent
+// producer, and marks them published after the acknowledgement. Delivery is
+// at least once; per aggregate, events first reach Kafka in the order they
+// were written, with any number of relays (docs/design.md says why).
+//
+// `herald relay` runs it as a process. To run it inside your own service
+// instead, give a Service your database and a producer; it wires the relay,
+// the backlog gauges, the optional cleanup and the /healthz, /readyz and
+// /metrics endpoints, exactly as `herald relay` does:
+//
+//	db, err := mysql.Open(ctx, dsn) // package store/mysql: adds UTC settings
+//	if err != nil { ... }
+//	defer db.Close()
+//	if _, err := migrations.Herald.Up(ctx, db); err != nil { ... }
+//
+//	producer, err := kafka.NewProducer(kafka.ProducerConfig{
+//		Brokers:         []string{"127.0.0.1:9092"},
+//		DeliveryTimeout: 20 * time.Second, // inside the lease (30s by default)
+//	})
+//	if err != nil { ... }
+//	defer producer.Close()
+//
+//	svc, err := relay.NewService(relay.ServiceConfig{
+//		Relay:       relay.Config{Topics: map[string]string{"order": "orders.v1"}},
+//		Cleaner:     relay.CleanerConfig{Retention: 7 * 24 * time.Hour}, // zero: no cleanup
+//		MetricsAddr: "127.0.0.1:9101",                                 // empty: no endpoints
+//		DB:          db,                                               // pinged by /readyz
+//	}, mysql.NewStore(db), producer)
+//	if err != nil { ... } // a *relay.ConfigError names each bad field
+//	err = svc.Run(ctx)     // until ctx is cancelled and everything it started has stopped
+//
+// examples/embed is this as a program. Run as many relays as you like,
+// embedded or not: they share the work without sharing an aggregate's
+// events. Relay, Cleaner and Replayer are the parts on their own, for
+// callers that wire them differently.
+package relay

@@ -1,0 +1,77 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Dialect implements store.Dialect for MySQL and MariaDB.
+type Dialect struct{}
+
+var _ store.Dialect = Dialect{}
+
+// NewStore returns herald's store on db (opened with Open).
+func NewStore(db *sql.DB) *store.Store {
+	return store.New(db, Dialect{})
+}
+
+// Name returns "mysql".
+func (Dialect) Name() string { return "mysql" }
+
+// never is the next_attempt_at of rows no claim may reach by itself
+// (quarantined and discarded events, and events held behind a quarantined
+// one): the largest DATETIME day, outside every claim's range.
+var never = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// Never is the dialect's "never" time, for tests that look at rows.
+func (Dialect) Never() time.Time { return never }
+
+// Now reads the database clock in UTC.
+func (Dialect) Now(ctx context.Context, q store.Querier) (time.Time, error) {
+	var now time.Time
+	err := q.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now)
+	return now, err
+}
+
+// datetime renders t as UTC DATETIME(6) text. Times are passed as text, not
+// time.Time, so the connection's loc setting cannot shift them.
+func datetime(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04:05.000000")
+}
+
+// holdUntil is the next_attempt_at of a hold.
+func holdUntil(h store.Hold) string {
+	if h.Forever {
+		return datetime(never)
+	}
+	return datetime(h.Until)
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func anySlice(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// affected returns a statement's affected rows.
+func affected(r sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("rows affected: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,222 @@
+// Package storetest is the conformance suite of herald's store: every
+// behaviour of store.Store over a store.Dialect, exercised against a real
+// database. A dialect package runs it from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t testing.TB) storetest.Harness { ... })
+//	}
+//
+// A dialect that passes it is a dialect herald supports. The suite reads
+// and changes rows only through store.Store, outbox.Writer and the
+// Harness's hooks, never with SQL of its own.
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store"
+)
+
+// Harness is one fresh database with herald's schema, and the few hooks
+// the suite needs that no store operation offers.
+type Harness struct {
+	// Store is on the fresh database.
+	Store *store.Store
+	// Backdate moves the given events' times d into the past: occurred_at,
+	// published_at, quarantined_at, locked_at, and next_attempt_at unless
+	// it is the dialect's "never".
+	Backdate func(t testing.TB, d time.Duration, eventIDs ...string)
+	// BackdateConsumed moves consumed_at of a consumer's inbox rows d into
+	// the past.
+	BackdateConsumed func(t testing.TB, d time.Duration, consumer string, eventIDs ...string)
+	// OpenInZone opens another pool on the same database whose sessions
+	// use timeZone (a UTC offset such as "+08:00", or a zone name), as a
+	// service's own pool might; the suite closes it.
+	OpenInZone func(t testing.TB, timeZone string) *sql.DB
+}
+
+// NewHarness makes a Harness on a fresh database for one test.
+type NewHarness func(t testing.TB) Harness
+
+// Run runs every conformance test, in parallel, each on its own database.
+func Run(t *testing.T, newHarness NewHarness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"ClaimLeasesAndHidesRows", testClaimLeasesAndHidesRows},
+		{"ClaimSkipsEventsBehindAnotherRelaysLease", testClaimSkipsBehindLease},
+		{"ExpiredLeaseIsTakenOverAndFenced", testExpiredLeaseIsTakenOverAndFenced},
+		{"ExpiredLeaseBehindItsSuccessorsIsReclaimed", testExpiredLeaseBehindSuccessors},
+		{"ConcurrentClaimsNeverShareAndKeepOrder", testConcurrentClaims},
+		{"FailureBacksOffQuarantinesAndScrubs", testFailureBacksOffQuarantinesAndScrubs},
+		{"SuccessorsWaitBehindABackoff", testSuccessorsWaitBehindBackoff},
+		{"OrderPolicies", testOrderPolicies},
+		{"ShutdownReleaseGivesTheAttemptBack", testShutdownRelease},
+		{"ConfigurationFailureChargesNothing", testConfigurationRelease},
+		{"QuarantineRetryReleasesHeldEventsInOrder", testQuarantineRetry},
+		{"DiscardNeedsReasonAndIsAudited", testDiscard},
+		{"QuarantineListFilters", testQuarantineListFilters},
+		{"BacklogCountsEachState", testBacklog},
+		{"CleanupDeletesOnlyPublishedPastRetention", testCleanup},
+		{"ReplayPagesInAggregateOrder", testReplayPages},
+		{"ReplayCheckpoints", testReplayCheckpoints},
+		{"WriterCommitsWithTheTransaction", testWriterCommitsWithTheTransaction},
+		{"WriterNumbersEventsPerAggregate", testWriterNumbers},
+		{"ConcurrentWritersOfOneAggregate", testConcurrentWriters},
+		{"WriterChunksLargeBatches", testWriterChunks},
+		{"WriterIgnoresTheSessionTimeZone", testWriterTimeZone},
+		{"InboxRecordsDuplicates", testInboxDuplicates},
+		{"DeadlockIsTransient", testDeadlockIsTransient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newHarness(t))
+		})
+	}
+}
+
+// The helpers below are the suite's vocabulary.
+
+var ctx = context.Background()
+
+// orderEvents returns one order.created event per aggregate id.
+func orderEvents(aggregateIDs ...string) []outbox.Event {
+	events := make([]outbox.Event, len(aggregateIDs))
+	for i, id := range aggregateIDs {
+		events[i] = outbox.Event{AggregateType: "order", AggregateID: id, EventType: "order.created",
+			SchemaVersion: 1, Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	return events
+}
+
+// add commits events in one transaction and returns their ids.
+func (h Harness) add(t testing.TB, events ...outbox.Event) []string {
+	t.Helper()
+	return h.addOn(t, h.Store.DB(), events...)
+}
+
+// addOn is add on another pool of the same database.
+func (h Harness) addOn(t testing.TB, db *sql.DB, events ...outbox.Event) []string {
+	t.Helper()
+	w := h.writer(t)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ids, err := w.Add(ctx, tx, events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func (h Harness) writer(t testing.TB) *outbox.Writer {
+	t.Helper()
+	w, err := outbox.NewWriter(outbox.Config{Dialect: h.Store.Dialect()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (h Harness) claim(t testing.TB, relayID string, limit int, lease time.Duration) store.Claim {
+	t.Helper()
+	return h.claimWith(t, relayID, limit, lease, store.OrderHold)
+}
+
+func (h Harness) claimWith(t testing.TB, relayID string, limit int, lease time.Duration, policy store.OrderPolicy) store.Claim {
+	t.Helper()
+	c, err := h.Store.Claim(ctx, store.ClaimRequest{RelayID: relayID, Limit: limit, Lease: lease, Policy: policy})
+	if err != nil {
+		t.Fatalf("claim by %s: %v", relayID, err)
+	}
+	return c
+}
+
+func (h Harness) settle(t testing.TB, c store.Claim, out store.Outcome) store.Settled {
+	t.Helper()
+	res, err := h.Store.Settle(ctx, c.Lease, out, store.OrderHold)
+	if err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	return res
+}
+
+func (h Harness) show(t testing.TB, id string) store.EventDetail {
+	t.Helper()
+	d, err := h.Store.ShowEvent(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (h Harness) now(t testing.TB) time.Time {
+	t.Helper()
+	now, err := h.Store.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+func (h Harness) backlog(t testing.TB) store.Backlog {
+	t.Helper()
+	b, err := h.Store.ReadBacklog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// quarantine claims everything and quarantines the events poison, giving
+// back the other claimed events of their aggregates (held behind them) and
+// publishing the rest.
+func (h Harness) quarantine(t testing.TB, poison ...string) {
+	t.Helper()
+	c := h.claim(t, "relay-q", 100, time.Minute)
+	heads := map[string]store.Event{} // aggregate id -> its poisoned event
+	for _, e := range c.Events {
+		for _, id := range poison {
+			if e.ID == id {
+				heads[e.AggregateID] = e
+			}
+		}
+	}
+	if len(heads) != len(poison) {
+		t.Fatalf("claimed %v, which lacks some of %v", ids(c.Events), poison)
+	}
+	var out store.Outcome
+	for _, e := range c.Events {
+		head, ok := heads[e.AggregateID]
+		switch {
+		case ok && e.ID == head.ID:
+			out.Failed = append(out.Failed, store.Failure{EventID: e.ID, Class: "too_large", Message: "MESSAGE_TOO_LARGE", Quarantine: true})
+		case ok && e.AggregateSeq > head.AggregateSeq:
+			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: head.ID})
+		default:
+			out.Published = append(out.Published, e.ID)
+		}
+	}
+	h.settle(t, c, out)
+}
+
+func ids(events []store.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
+}
