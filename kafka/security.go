@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
 
 // SASL mechanisms Security accepts.
@@ -71,16 +73,6 @@ type Security struct {
 	SASLPasswordFile string
 }
 
-// SecurityError is one invalid Security field, or a file it names that
-// cannot be used.
-type SecurityError struct {
-	// Field is the Security field's name.
-	Field string
-	Msg   string
-}
-
-func (e *SecurityError) Error() string { return e.Field + ": " + e.Msg }
-
 // Enabled says whether s asks for anything beyond plaintext without
 // authentication.
 func (s Security) Enabled() bool {
@@ -108,13 +100,12 @@ func (s Security) Protocol() string {
 // Mechanism returns SASLMechanism in its canonical (upper) case.
 func (s Security) Mechanism() string { return strings.ToUpper(strings.TrimSpace(s.SASLMechanism)) }
 
-// Validate checks s without reading its files; each error is a
-// *SecurityError naming the field. Options calls it too.
+// Validate checks s without reading its files, reporting every invalid
+// field at once; each error is a *ConfigError naming the field. Options
+// calls it too.
 func (s Security) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, &SecurityError{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
+	var errs config.Errors
+	bad := errs.Add
 	if (s.CertFile == "") != (s.KeyFile == "") {
 		if s.CertFile == "" {
 			bad("CertFile", "required with KeyFile (a client certificate needs both)")
@@ -142,13 +133,13 @@ func (s Security) Validate() error {
 		bad("SASLMechanism", "unknown mechanism %q (want %s, %s or %s)", s.SASLMechanism,
 			SASLPlain, SASLScramSHA256, SASLScramSHA512)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Options returns the franz-go options that make a client connect as s
 // says. It reads every file s names, so a missing, unreadable or malformed
 // CA, certificate, key or password file is an error here, naming the file
-// and the problem (a *SecurityError), rather than a failed connection
+// and the problem (a *ConfigError), rather than a failed connection
 // later. The zero Security returns no options.
 func (s Security) Options() ([]kgo.Opt, error) {
 	if err := s.Validate(); err != nil {
@@ -165,7 +156,7 @@ func (s Security) Options() ([]kgo.Opt, error) {
 	if s.SASLMechanism != "" {
 		if s.SASLPasswordFile != "" {
 			if _, err := readPassword(s.SASLPasswordFile); err != nil {
-				return nil, &SecurityError{Field: "SASLPasswordFile", Msg: err.Error()}
+				return nil, &ConfigError{Field: "SASLPasswordFile", Msg: err.Error()}
 			}
 		}
 		opts = append(opts, kgo.SASL(s.mechanism()))
@@ -179,7 +170,7 @@ func (s Security) tlsConfig(now time.Time) (*tls.Config, error) {
 	if s.CAFile != "" {
 		pool, err := loadCAs(s.CAFile, now)
 		if err != nil {
-			return nil, &SecurityError{Field: "CAFile", Msg: err.Error()}
+			return nil, &ConfigError{Field: "CAFile", Msg: err.Error()}
 		}
 		cfg.RootCAs = pool
 	}
@@ -246,26 +237,26 @@ func loadCAs(file string, now time.Time) (*x509.CertPool, error) {
 func loadClientCert(certFile, keyFile string, now time.Time) (*tls.Certificate, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
-		return nil, &SecurityError{Field: "CertFile", Msg: fileError(certFile, err).Error()}
+		return nil, &ConfigError{Field: "CertFile", Msg: fileError(certFile, err).Error()}
 	}
 	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, &SecurityError{Field: "KeyFile", Msg: fileError(keyFile, err).Error()}
+		return nil, &ConfigError{Field: "KeyFile", Msg: fileError(keyFile, err).Error()}
 	}
 	// CertFile and KeyFile may be one file holding both.
 	if !hasPEMBlock(certPEM, func(typ string) bool { return typ == "CERTIFICATE" }) {
-		return nil, &SecurityError{Field: "CertFile", Msg: certFile + ": no PEM certificate in it"}
+		return nil, &ConfigError{Field: "CertFile", Msg: certFile + ": no PEM certificate in it"}
 	}
 	if !hasPEMBlock(keyPEM, func(typ string) bool { return strings.HasSuffix(typ, "PRIVATE KEY") }) {
-		return nil, &SecurityError{Field: "KeyFile", Msg: keyFile + ": no PEM private key in it (an encrypted key is not supported)"}
+		return nil, &ConfigError{Field: "KeyFile", Msg: keyFile + ": no PEM private key in it (an encrypted key is not supported)"}
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		// The standard library's message never includes key material.
-		return nil, &SecurityError{Field: "KeyFile", Msg: fmt.Sprintf("%s and %s: %v", certFile, keyFile, err)}
+		return nil, &ConfigError{Field: "KeyFile", Msg: fmt.Sprintf("%s and %s: %v", certFile, keyFile, err)}
 	}
 	if err := checkValidity(cert.Leaf, now); err != nil {
-		return nil, &SecurityError{Field: "CertFile", Msg: fmt.Sprintf("%s: %v", certFile, err)}
+		return nil, &ConfigError{Field: "CertFile", Msg: fmt.Sprintf("%s: %v", certFile, err)}
 	}
 	return &cert, nil
 }

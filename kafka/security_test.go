@@ -47,9 +47,9 @@ func TestSecurityValidate(t *testing.T) {
 			err := tt.sec.Validate()
 			var got []string
 			for _, e := range unjoin(err) {
-				var se *kafka.SecurityError
+				var se *kafka.ConfigError
 				if !errors.As(e, &se) {
-					t.Fatalf("error %v is not a *kafka.SecurityError", e)
+					t.Fatalf("error %v is not a *kafka.ConfigError", e)
 				}
 				got = append(got, se.Field)
 			}
@@ -127,9 +127,9 @@ func TestSecurityOptionsFiles(t *testing.T) {
 				}
 				return
 			}
-			var se *kafka.SecurityError
+			var se *kafka.ConfigError
 			if !errors.As(err, &se) || se.Field != tt.field {
-				t.Fatalf("Options() error %v, want a *SecurityError on %s", err, tt.field)
+				t.Fatalf("Options() error %v, want a *ConfigError on %s", err, tt.field)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

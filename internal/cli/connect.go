@@ -80,7 +80,7 @@ func (f *dbFlags) check() error {
 		return usageError{fmt.Errorf("--mysql-dsn: %w", err)}
 	}
 	if _, err := f.options().Config(f.dsn); err != nil {
-		return optionError(err)
+		return flagError(err, mysqlFlagOfField)
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func (f *dbFlags) open(ctx context.Context) (*sql.DB, error) {
 	}
 	db, err := mysql.OpenWith(ctx, f.dsn, f.options())
 	if err != nil {
-		return nil, optionError(err)
+		return nil, flagError(err, mysqlFlagOfField)
 	}
 	return db, nil
 }
@@ -150,7 +150,7 @@ func (f *kafkaFlags) validate() error {
 		return usageError{fmt.Errorf("--kafka-brokers: at least one broker is required")}
 	}
 	if err := f.security().Validate(); err != nil {
-		return optionError(err)
+		return flagError(err, kafkaFlagOfField)
 	}
 	return nil
 }
@@ -163,7 +163,7 @@ func (f *kafkaFlags) options() ([]kgo.Opt, error) {
 	}
 	opts, err := f.security().Options()
 	if err != nil {
-		return nil, optionError(err)
+		return nil, flagError(err, kafkaFlagOfField)
 	}
 	return opts, nil
 }
@@ -188,35 +188,15 @@ func (f *kafkaFlags) admin(ctx context.Context) (*kadm.Client, error) {
 	return adm, nil
 }
 
-// optionError rewrites the field errors of kafka.Security and
-// mysql.ConnOptions with the names of their flags, as a usage error; any
-// other error is returned as it is.
-func optionError(err error) error {
-	var msgs []string
-	usage := false
+// flagError renders the field errors (*config.Error) of kafka.Security or
+// mysql.ConnOptions with the names of their flags (flagOfField) as a usage
+// error; an error without one (a failed connection) is returned as it is.
+func flagError(err error, flagOfField map[string]string) error {
 	for _, e := range config.Leaves(err) {
-		var se *kafka.SecurityError
-		var oe *mysql.OptionError
-		switch {
-		case errors.As(e, &se):
-			usage = true
-			msgs = append(msgs, flagOr(kafkaFlagOfField, se.Field)+": "+se.Msg)
-		case errors.As(e, &oe):
-			usage = true
-			msgs = append(msgs, flagOr(mysqlFlagOfField, oe.Field)+": "+oe.Msg)
-		default:
-			msgs = append(msgs, e.Error())
+		var ce *config.Error
+		if errors.As(e, &ce) {
+			return usageError{errors.New(strings.Join(flagMessages(err, flagOfField), "; "))}
 		}
 	}
-	if !usage {
-		return err
-	}
-	return usageError{errors.New(strings.Join(msgs, "; "))}
-}
-
-func flagOr(flags map[string]string, field string) string {
-	if f, ok := flags[field]; ok {
-		return f
-	}
-	return field
+	return err
 }

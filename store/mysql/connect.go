@@ -14,6 +14,8 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
 
 // TLS modes of ConnOptions.TLSMode. They follow the MySQL client's
@@ -59,15 +61,11 @@ type ConnOptions struct {
 	PasswordFile string
 }
 
-// OptionError is one invalid ConnOptions field, or a file it names that
-// cannot be used.
-type OptionError struct {
-	// Field is the ConnOptions field's name.
-	Field string
-	Msg   string
-}
-
-func (e *OptionError) Error() string { return e.Field + ": " + e.Msg }
+// ConfigError is one invalid ConnOptions field, or a file it names that
+// cannot be used; Validate joins one per invalid field (errors.As finds
+// them). Its Field names the field and Msg says what is wrong; the same
+// type is every herald package's ConfigError.
+type ConfigError = config.Error
 
 // Mode is the TLS mode in effect: TLSMode, or verify-identity when only
 // files are given, or "" (none).
@@ -78,13 +76,11 @@ func (o ConnOptions) Mode() string {
 	return o.TLSMode
 }
 
-// Validate checks o without reading its files; each error is an
-// *OptionError naming the field.
+// Validate checks o without reading its files, reporting every invalid
+// field at once; each error is a *ConfigError naming the field.
 func (o ConnOptions) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, &OptionError{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
+	var errs config.Errors
+	bad := errs.Add
 	switch o.TLSMode {
 	case "", TLSVerifyIdentity, TLSVerifyCA, TLSSkipVerify:
 	default:
@@ -106,7 +102,7 @@ func (o ConnOptions) Validate() error {
 	if o.Password != "" && o.PasswordFile != "" {
 		bad("Password", "give the password or a password file, not both")
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Config returns the driver configuration of dsn (normalized like
@@ -131,11 +127,11 @@ func (o ConnOptions) Config(dsn string) (*driver.Config, error) {
 	case o.PasswordFile != "":
 		b, err := os.ReadFile(o.PasswordFile)
 		if err != nil {
-			return nil, &OptionError{Field: "PasswordFile", Msg: pathError(o.PasswordFile, err)}
+			return nil, &ConfigError{Field: "PasswordFile", Msg: pathError(o.PasswordFile, err)}
 		}
 		pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		if pw == "" {
-			return nil, &OptionError{Field: "PasswordFile", Msg: o.PasswordFile + ": the file is empty"}
+			return nil, &ConfigError{Field: "PasswordFile", Msg: o.PasswordFile + ": the file is empty"}
 		}
 		cfg.Passwd = pw
 	}
@@ -143,7 +139,7 @@ func (o ConnOptions) Config(dsn string) (*driver.Config, error) {
 		return cfg, nil
 	}
 	if cfg.TLSConfig != "" && cfg.TLSConfig != "false" {
-		return nil, &OptionError{Field: "TLSMode", Msg: fmt.Sprintf("the DSN asks for tls=%s too; use one or the other", cfg.TLSConfig)}
+		return nil, &ConfigError{Field: "TLSMode", Msg: fmt.Sprintf("the DSN asks for tls=%s too; use one or the other", cfg.TLSConfig)}
 	}
 	tlsCfg, err := o.tlsConfig()
 	if err != nil {
@@ -169,29 +165,29 @@ func (o ConnOptions) tlsConfig() (*tls.Config, error) {
 	if o.TLSCAFile != "" {
 		b, err := os.ReadFile(o.TLSCAFile)
 		if err != nil {
-			return nil, &OptionError{Field: "TLSCAFile", Msg: pathError(o.TLSCAFile, err)}
+			return nil, &ConfigError{Field: "TLSCAFile", Msg: pathError(o.TLSCAFile, err)}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(b) {
-			return nil, &OptionError{Field: "TLSCAFile", Msg: o.TLSCAFile + ": no PEM certificate in it"}
+			return nil, &ConfigError{Field: "TLSCAFile", Msg: o.TLSCAFile + ": no PEM certificate in it"}
 		}
 		cfg.RootCAs = pool
 	}
 	if o.TLSCertFile != "" {
 		certPEM, err := os.ReadFile(o.TLSCertFile)
 		if err != nil {
-			return nil, &OptionError{Field: "TLSCertFile", Msg: pathError(o.TLSCertFile, err)}
+			return nil, &ConfigError{Field: "TLSCertFile", Msg: pathError(o.TLSCertFile, err)}
 		}
 		keyPEM, err := os.ReadFile(o.TLSKeyFile)
 		if err != nil {
-			return nil, &OptionError{Field: "TLSKeyFile", Msg: pathError(o.TLSKeyFile, err)}
+			return nil, &ConfigError{Field: "TLSKeyFile", Msg: pathError(o.TLSKeyFile, err)}
 		}
 		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			return nil, &OptionError{Field: "TLSKeyFile", Msg: fmt.Sprintf("%s and %s: %v", o.TLSCertFile, o.TLSKeyFile, err)}
+			return nil, &ConfigError{Field: "TLSKeyFile", Msg: fmt.Sprintf("%s and %s: %v", o.TLSCertFile, o.TLSKeyFile, err)}
 		}
 		if now := time.Now(); now.After(cert.Leaf.NotAfter) {
-			return nil, &OptionError{Field: "TLSCertFile", Msg: fmt.Sprintf("%s: certificate expired on %s", o.TLSCertFile, cert.Leaf.NotAfter.UTC().Format(time.RFC3339))}
+			return nil, &ConfigError{Field: "TLSCertFile", Msg: fmt.Sprintf("%s: certificate expired on %s", o.TLSCertFile, cert.Leaf.NotAfter.UTC().Format(time.RFC3339))}
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}

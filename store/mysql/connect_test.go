@@ -143,9 +143,9 @@ func TestConnOptionsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.opts.Config(localstack.MySQLDSNDefault)
-			var oe *mysql.OptionError
+			var oe *mysql.ConfigError
 			if !errors.As(err, &oe) || oe.Field != tt.field || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Config() error %v, want an *OptionError on %s saying %q", err, tt.field, tt.want)
+				t.Errorf("Config() error %v, want a *ConfigError on %s saying %q", err, tt.field, tt.want)
 			}
 		})
 	}
