@@ -127,6 +127,9 @@ func (r *Reader) open(ctx context.Context) error {
 	}
 	r.lag.polled(files, skew)
 	if err := r.connect(ctx); err != nil {
+		if f := fatal(err, r.from); f != nil {
+			return f
+		}
 		return fmt.Errorf("binlog: open: %w", err)
 	}
 	return nil
@@ -158,7 +161,7 @@ func (r *Reader) Next(ctx context.Context) (Tx, error) {
 				return Tx{}, r.stopped(ctx.Err())
 			}
 			r.dropStream()
-			if err := fatal(err, r.from, r.flavor); err != nil {
+			if err := fatal(err, r.from); err != nil {
 				return Tx{}, err
 			}
 			r.cfg.Logger.Warn("binlog: stream lost; reconnecting", slog.String("error", err.Error()),
@@ -208,7 +211,7 @@ func (r *Reader) reconnect(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err := fatal(err, r.from, r.flavor); err != nil {
+	if err := fatal(err, r.from); err != nil {
 		return err
 	}
 	r.cfg.Logger.Warn("binlog: reconnection failed", slog.String("error", err.Error()),
@@ -344,7 +347,7 @@ func (r *Reader) dropSyncer(s *replication.BinlogSyncer) {
 
 // fatal returns the error to hand to Next's caller for err, or nil when a
 // new connection may fix it.
-func fatal(err error, from Position, flavor string) error {
+func fatal(err error, from Position) error {
 	if errors.Is(err, ErrClosed) {
 		return err
 	}
@@ -363,7 +366,10 @@ func fatal(err error, from Position, flavor string) error {
 		}
 		return fmt.Errorf("binlog: the server cannot stream from %s: %w", from, ge)
 	case errSpecificAccessDenied, errAccessDenied, errDBAccessDenied, errTableAccessDenied:
-		return fmt.Errorf("binlog: %w", withGrantHint(ge, flavor))
+		// MariaDB answers a stream request without the grant with "access
+		// denied for user", as if the password were wrong.
+		return fmt.Errorf("binlog: the server refused the binlog stream: %w (herald's user needs REPLICATION SLAVE: "+
+			"GRANT REPLICATION SLAVE ON *.* TO <herald's user>; and the DSN's password must be right)", ge)
 	}
 	return nil
 }

@@ -168,11 +168,12 @@ func serverErrno(err error) uint16 {
 	return 0
 }
 
-// withGrantHint adds to a privilege error the grant that fixes it.
+// withGrantHint adds to a privilege error of a query the grant that fixes
+// it: queries need BINLOG MONITOR (MariaDB) or REPLICATION CLIENT (MySQL).
 func withGrantHint(err error, flavor string) error {
 	switch serverErrno(err) {
 	case errSpecificAccessDenied:
-		return fmt.Errorf("%w (herald's user needs REPLICATION SLAVE and %s: GRANT REPLICATION SLAVE, %s ON *.* TO <user>)",
+		return fmt.Errorf("%w (herald's user needs %s: GRANT %s ON *.* TO <herald's user>)",
 			err, monitorGrant(flavor), monitorGrant(flavor))
 	case errAccessDenied, errDBAccessDenied, errTableAccessDenied:
 		return fmt.Errorf("%w (check the user and password of the DSN and the user's grants)", err)
