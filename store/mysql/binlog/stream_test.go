@@ -1,9 +1,11 @@
 package binlog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -251,4 +253,72 @@ func TestCloseUnblocksNext(t *testing.T) {
 	case <-time.After(nextTimeout):
 		t.Fatal("Next still blocked after Close")
 	}
+}
+
+// TestXATransactions: an XA transaction committed in one phase is an
+// ordinary transaction; the rows of a prepared XA transaction are in the
+// binlog before anyone knows whether they commit, so the reader skips them
+// with a warning (they stay unpublished for the polling path) and goes on.
+func TestXATransactions(t *testing.T) {
+	e := newEnv(t)
+	var logs syncBuffer
+	cfg := e.config()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	r := openWith(t, cfg, e.head(t))
+	ctx := context.Background()
+	conn, err := e.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	insert := func(id string) {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
+			event_type, schema_version, payload, occurred_at, next_attempt_at)
+			VALUES (?, 'order', ?, 1, 'order.created', 1, '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`, id, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(stmts ...string) {
+		t.Helper()
+		for _, s := range stmts {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	exec("XA START 'x1'")
+	insert("xa-two-phase")
+	exec("XA END 'x1'", "XA PREPARE 'x1'", "XA COMMIT 'x1'")
+	exec("XA START 'x2'")
+	insert("xa-one-phase")
+	exec("XA END 'x2'", "XA COMMIT 'x2' ONE PHASE")
+	exec("XA START 'x3'")
+	insert("xa-rolled-back")
+	exec("XA END 'x3'", "XA PREPARE 'x3'", "XA ROLLBACK 'x3'")
+	last := e.write(t, orderEvent("after", 1))
+
+	sameIDs(t, "one-phase XA", ids(nextEvents(t, r).Events), []string{"xa-one-phase"})
+	sameIDs(t, "after the XA transactions", ids(nextEvents(t, r).Events), last)
+	if n := strings.Count(logs.String(), "outbox events of an XA transaction skipped"); n != 2 {
+		t.Errorf("%d warnings about skipped XA transactions, want 2:\n%s", n, logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -91,6 +91,10 @@ type group struct {
 	events     []store.Event
 }
 
+// mariadbFlagPreparedXA is MariaDB's GTID flag FL_PREPARED_XA, which
+// go-mysql does not name.
+const mariadbFlagPreparedXA = 0x40
+
 type mysqlGTID struct {
 	sid uuid.UUID
 	tag gomysql.Tag
@@ -110,6 +114,9 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		r.begin()
 		r.group.mariadb = &mariadbGTID{domain: e.GTID.DomainID, server: e.GTID.ServerID, seq: e.GTID.SequenceNumber}
 		r.group.standalone = e.IsStandalone()
+		// The first half of an XA transaction has no XA START event: its
+		// GTID event opens it.
+		r.group.began = e.Flags&mariadbFlagPreparedXA != 0
 		return Tx{}, false, nil
 	case *replication.GTIDEvent:
 		r.beginMySQL(e, gomysql.Tag{})
@@ -195,8 +202,9 @@ func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
 		// logged with ROLLBACK; its outbox rows (InnoDB) were undone.
 		tx, ok := r.commit(h, false)
 		return tx, ok, nil
-	case r.group.began && !r.group.standalone:
-		// A statement inside BEGIN ... COMMIT (SAVEPOINT and the like).
+	case r.group.began && !r.group.standalone, strings.HasPrefix(stmt, "XA END"):
+		// A statement inside BEGIN ... COMMIT (SAVEPOINT and the like) or
+		// XA START ... XA END.
 	default:
 		// DDL and other statements that are their own transaction, such as
 		// an ALTER TABLE outbox_events: the next table map tells its
