@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 )
 
@@ -321,4 +324,57 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestReconnectAfterLostConnection: when the server kills the stream's
+// connection, Next reconnects from the last position it returned and goes
+// on with the following transactions, none twice.
+func TestReconnectAfterLostConnection(t *testing.T) {
+	const password = "s3cret-reconnect"
+	e := newEnv(t)
+	// A user of its own, so the test finds its stream among the server's.
+	user := "herald_reconnect_" + e.db.Name[len(e.db.Name)-8:]
+	rootExec(t,
+		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
+		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'",
+		"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	dsn, err := driver.ParseDSN(e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn.User, dsn.Passwd = user, password
+	own, err := mysql.Open(context.Background(), dsn.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+
+	var logs syncBuffer
+	cfg := e.config()
+	cfg.DSN = dsn.FormatDSN()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	cfg.ReconnectBackoffBase = 10 * time.Millisecond
+	r := openWith(t, cfg, e.head(t))
+
+	first := e.write(t, orderEvent("a", 1))
+	sameIDs(t, "before the kill", ids(nextEvents(t, r).Events), first)
+	for round := range 2 {
+		streams := testenv.Strings(t, own, `SELECT ID FROM information_schema.PROCESSLIST
+			WHERE USER = ? AND COMMAND LIKE 'Binlog Dump%'`, user)
+		if len(streams) != 1 {
+			t.Fatalf("round %d: %d binlog dump connections of %s, want 1", round, len(streams), user)
+		}
+		if _, err := own.Exec("KILL " + streams[0]); err != nil {
+			t.Fatal(err)
+		}
+		after := e.write(t, orderEvent("a", 2+2*round), orderEvent("b", round))
+		again := e.write(t, orderEvent("a", 3+2*round))
+		sameIDs(t, fmt.Sprintf("round %d: after the kill", round), ids(nextEvents(t, r).Events), after)
+		sameIDs(t, fmt.Sprintf("round %d: then", round), ids(nextEvents(t, r).Events), again)
+	}
+	expectQuiet(t, r, 300*time.Millisecond)
+	if n := strings.Count(logs.String(), "binlog: stream reconnected"); n != 2 {
+		t.Errorf("%d reconnections logged, want 2:\n%s", n, logs.String())
+	}
 }
