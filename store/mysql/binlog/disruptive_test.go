@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 )
@@ -112,21 +111,6 @@ func startWriter(ctx context.Context, e *env) *writer {
 		}
 	}()
 	return w
-}
-
-// writeOnce commits events; ids are set once the events were inserted, and
-// err says whether the commit is known to have happened.
-func writeOnce(ctx context.Context, e *env, events ...outbox.Event) ([]string, error) {
-	tx, err := e.db.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	ids, err := e.writer.Add(ctx, tx, events...)
-	if err != nil {
-		return nil, err
-	}
-	return ids, tx.Commit()
 }
 
 func (w *writer) committedCount() int {

@@ -34,7 +34,7 @@ type env struct {
 	writer *outbox.Writer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 	if err != nil {
@@ -47,6 +47,22 @@ func newEnv(t *testing.T) *env {
 func (e *env) write(t testing.TB, events ...outbox.Event) []string {
 	t.Helper()
 	return testenv.AddEvents(t, e.db.DB, events...)
+}
+
+// writeOnce commits events in one transaction, for goroutines other than
+// the test's: ids are set once the events were inserted, and err says
+// whether the commit is known to have happened.
+func writeOnce(ctx context.Context, e *env, events ...outbox.Event) ([]string, error) {
+	tx, err := e.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ids, err := e.writer.Add(ctx, tx, events...)
+	if err != nil {
+		return nil, err
+	}
+	return ids, tx.Commit()
 }
 
 // head returns the server's binlog head.

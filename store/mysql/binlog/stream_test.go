@@ -53,7 +53,11 @@ func TestCommitOrder(t *testing.T) {
 					for j := range eventsPerTx {
 						events = append(events, orderEvent(fmt.Sprintf("agg-%d", (w*31+i*7+j)%aggregates), j))
 					}
-					got := e.write(t, events...)
+					got, err := writeOnce(context.Background(), e, events...)
+					if err != nil {
+						t.Error(err)
+						return
+					}
 					mu.Lock()
 					for _, id := range got {
 						written[id] = true
