@@ -208,10 +208,29 @@ func TestOnlyCommittedOutboxInserts(t *testing.T) {
 // after Head was read.
 func TestHeadThenOpen(t *testing.T) {
 	e := newEnv(t)
-	e.write(t, orderEvent("a", 1))
+	ctx := context.Background()
+	conn, err := e.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.writer.Add(ctx, tx, orderEvent("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	domain, before := lastGTIDSeq(t, conn)
 	head := e.head(t)
 	if !head.IsGTID() || !strings.HasPrefix(head.String(), "mariadb-gtid:") {
 		t.Fatalf("head %s: want a MariaDB GTID position on the stack", head)
+	}
+	if seq := positionSeq(t, head, domain); seq < before {
+		t.Fatalf("head %s does not cover the transaction committed before it (%d)", head, before)
 	}
 	later := e.write(t, orderEvent("a", 2))
 	r := e.open(t, head)

@@ -46,49 +46,107 @@ func monitorGrant(flavor string) string {
 }
 
 // Head returns the server's current end of the binlog: a stream opened from
-// it returns exactly the transactions committed after it was read. It is a
-// GTID position when the server has GTIDs (MariaDB's @@gtid_binlog_pos,
-// MySQL's @@gtid_executed with gtid_mode=ON), else the current binlog file
+// it returns exactly the transactions committed after it. Every
+// transaction before it is committed in the storage engine, so a read
+// started after Head returns sees its rows: a sweep of the outbox that
+// starts after Head and a stream from Head miss nothing between them.
+//
+// On MariaDB the position comes from a consistent snapshot
+// (Binlog_snapshot_file/position, which InnoDB's commits agree with, since
+// a transaction reaches the binlog a moment before its engine commit) as a
+// GTID position (BINLOG_GTID_POS), or a file position before the binlog
+// holds any GTID. On MySQL it is @@gtid_executed with gtid_mode=ON (a
+// transaction enters it after its engine commit), else the binlog's file
 // and offset. It needs BINLOG MONITOR (MariaDB) or REPLICATION CLIENT
-// (MySQL) for the file position.
+// (MySQL) for file positions.
 func Head(ctx context.Context, db *sql.DB) (Position, error) {
 	flavor, err := flavorOf(ctx, db)
 	if err != nil {
 		return Position{}, fmt.Errorf("binlog head: %w", err)
 	}
-	switch flavor {
-	case gomysql.MariaDBFlavor:
-		var pos string
-		if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_binlog_pos").Scan(&pos); err != nil {
-			return Position{}, fmt.Errorf("binlog head: read @@gtid_binlog_pos: %w", err)
+	if flavor == gomysql.MariaDBFlavor {
+		p, err := mariadbHead(ctx, db)
+		if err != nil {
+			return Position{}, fmt.Errorf("binlog head: %w", err)
 		}
-		// Empty until the binlog holds a transaction: then only the file
-		// position says where "now" is.
-		if strings.TrimSpace(pos) != "" {
-			st, err := parseMariaDBGTIDs(pos)
-			if err != nil {
-				return Position{}, fmt.Errorf("binlog head: @@gtid_binlog_pos: %w", err)
-			}
-			return Position{kind: kindMariaDB, gtid: st.String()}, nil
+		return p, nil
+	}
+	var mode, executed sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed").Scan(&mode, &executed); err != nil {
+		return Position{}, fmt.Errorf("binlog head: read @@gtid_mode: %w", err)
+	}
+	if strings.EqualFold(mode.String, "ON") && strings.TrimSpace(executed.String) != "" {
+		set, err := parseMySQLGTIDs(executed.String)
+		if err != nil {
+			return Position{}, fmt.Errorf("binlog head: @@gtid_executed: %w", err)
 		}
-	default:
-		var mode, executed sql.NullString
-		if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed").Scan(&mode, &executed); err != nil {
-			return Position{}, fmt.Errorf("binlog head: read @@gtid_mode: %w", err)
-		}
-		if strings.EqualFold(mode.String, "ON") && strings.TrimSpace(executed.String) != "" {
-			set, err := parseMySQLGTIDs(executed.String)
-			if err != nil {
-				return Position{}, fmt.Errorf("binlog head: @@gtid_executed: %w", err)
-			}
-			return Position{kind: kindMySQL, gtid: set.String()}, nil
-		}
+		return Position{kind: kindMySQL, gtid: set.String()}, nil
 	}
 	file, offset, err := binlogStatus(ctx, db, flavor)
 	if err != nil {
 		return Position{}, fmt.Errorf("binlog head: %w", err)
 	}
 	return Position{kind: kindFile, file: file, offset: offset}, nil
+}
+
+// mariadbHead reads MariaDB's binlog position of a consistent snapshot and
+// its GTID position.
+func mariadbHead(ctx context.Context, db *sql.DB) (Position, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return Position{}, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
+		return Position{}, fmt.Errorf("start a consistent snapshot: %w", err)
+	}
+	var file string
+	var offset uint32
+	rows, err := conn.QueryContext(ctx, "SHOW STATUS LIKE 'binlog_snapshot_%'")
+	if err == nil {
+		for rows.Next() {
+			var name, value string
+			if err = rows.Scan(&name, &value); err != nil {
+				break
+			}
+			switch strings.ToLower(name) {
+			case "binlog_snapshot_file":
+				file = value
+			case "binlog_snapshot_position":
+				var n uint64
+				n, err = strconv.ParseUint(value, 10, 32)
+				offset = uint32(n)
+			}
+			if err != nil {
+				break
+			}
+		}
+		rows.Close()
+		err = errors.Join(err, rows.Err())
+	}
+	if _, cerr := conn.ExecContext(ctx, "COMMIT"); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("read the snapshot's binlog position: %w", err)
+	}
+	if file == "" {
+		return Position{}, errors.New("the server reports no binlog position: binary logging is off (log_bin)")
+	}
+	var gtids sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", file, offset).Scan(&gtids); err != nil {
+		return Position{}, fmt.Errorf("BINLOG_GTID_POS(%s, %d): %w", file, offset, err)
+	}
+	// Empty until the binlog holds a transaction: then only the file
+	// position says where "now" is.
+	if strings.TrimSpace(gtids.String) == "" {
+		return Position{kind: kindFile, file: file, offset: offset}, nil
+	}
+	st, err := parseMariaDBGTIDs(gtids.String)
+	if err != nil {
+		return Position{}, fmt.Errorf("BINLOG_GTID_POS(%s, %d): %w", file, offset, err)
+	}
+	return Position{kind: kindMariaDB, gtid: st.String()}, nil
 }
 
 // binlogStatus reads the current binlog file and offset (SHOW MASTER
