@@ -2,8 +2,10 @@ package binlog_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -281,4 +283,65 @@ func TestResumeFromPosition(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSavepoints: a savepoint inside a transaction does not end it, and
+// events rolled back to a savepoint are not returned, even when a
+// non-transactional write after the savepoint keeps them in the binlog
+// (followed by ROLLBACK TO).
+func TestSavepoints(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.db.DB.Exec("CREATE TABLE audit_myisam (id INT PRIMARY KEY) ENGINE=MyISAM"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.open(t, e.head(t))
+	ctx := context.Background()
+	add := func(tx *sql.Tx, n int) string {
+		t.Helper()
+		ids, err := e.writer.Add(ctx, tx, orderEvent("sp", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids[0]
+	}
+	exec := func(tx *sql.Tx, q string) {
+		t.Helper()
+		if _, err := tx.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i, tc := range []struct {
+		name     string
+		myisam   bool
+		rollback bool
+	}{
+		{"released", false, false},
+		{"rolled back", false, true},
+		{"rolled back after a MyISAM write", true, true},
+	} {
+		tx, err := e.db.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{add(tx, 1)}
+		exec(tx, "SAVEPOINT s1")
+		if tc.myisam {
+			exec(tx, fmt.Sprintf("INSERT INTO audit_myisam VALUES (%d)", i))
+		}
+		second := add(tx, 2)
+		exec(tx, "SAVEPOINT `s 2`")
+		third := add(tx, 3)
+		if tc.rollback {
+			exec(tx, "ROLLBACK TO SAVEPOINT s1")
+		} else {
+			exec(tx, "RELEASE SAVEPOINT s1")
+			want = append(want, second, third)
+		}
+		want = append(want, add(tx, 4))
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		sameIDs(t, tc.name, ids(nextEvents(t, r).Events), want)
+	}
+	expectQuiet(t, r, 300*time.Millisecond)
 }

@@ -84,6 +84,9 @@ type group struct {
 	// standalone is MariaDB's flag for a one-statement group without a
 	// commit event (DDL).
 	standalone bool
+	// savepoints are the transaction's savepoints, oldest first, each with
+	// the number of events before it.
+	savepoints []savepoint
 	mariadb    *mariadbGTID
 	mysql      *mysqlGTID
 	// commitTime is MySQL 8's commit timestamp from the GTID event.
@@ -91,9 +94,10 @@ type group struct {
 	events     []store.Event
 }
 
-// mariadbFlagPreparedXA is MariaDB's GTID flag FL_PREPARED_XA, which
-// go-mysql does not name.
-const mariadbFlagPreparedXA = 0x40
+type savepoint struct {
+	name   string
+	events int
+}
 
 type mysqlGTID struct {
 	sid uuid.UUID
@@ -114,9 +118,9 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		r.begin()
 		r.group.mariadb = &mariadbGTID{domain: e.GTID.DomainID, server: e.GTID.ServerID, seq: e.GTID.SequenceNumber}
 		r.group.standalone = e.IsStandalone()
-		// The first half of an XA transaction has no XA START event: its
-		// GTID event opens it.
-		r.group.began = e.Flags&mariadbFlagPreparedXA != 0
+		// MariaDB writes no BEGIN (nor XA START): the GTID event of a group
+		// that is not a single statement opens the transaction.
+		r.group.began = !r.group.standalone
 		return Tx{}, false, nil
 	case *replication.GTIDEvent:
 		r.beginMySQL(e, gomysql.Tag{})
@@ -187,6 +191,14 @@ func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
 			r.begin() // a binlog without GTID events
 		}
 		r.group.began = true
+	case r.group.open && strings.HasPrefix(stmt, "SAVEPOINT "):
+		r.group.savepoints = append(r.group.savepoints,
+			savepoint{name: savepointName(stmt, "SAVEPOINT "), events: len(r.group.events)})
+	case r.group.open && strings.HasPrefix(stmt, "ROLLBACK TO "):
+		// Logged only when the transaction also changed a non-transactional
+		// table after the savepoint: the outbox rows between the savepoint
+		// and here are in the binlog but were rolled back.
+		r.group.rollbackTo(savepointName(strings.Replace(stmt, "ROLLBACK TO SAVEPOINT ", "ROLLBACK TO ", 1), "ROLLBACK TO "))
 	case r.group.began && strings.HasPrefix(stmt, "XA COMMIT"):
 		// XA COMMIT ... ONE PHASE: the transaction commits in this group.
 		tx, ok := r.commit(h, true)
@@ -216,6 +228,28 @@ func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
 		return tx, ok, nil
 	}
 	return Tx{}, false, nil
+}
+
+// savepointName returns the savepoint named after prefix in stmt, unquoted
+// (stmt is upper case, as savepoint names compare case-insensitively).
+func savepointName(stmt, prefix string) string {
+	name := strings.TrimSpace(strings.TrimPrefix(stmt, prefix))
+	if len(name) >= 2 && name[0] == '`' && name[len(name)-1] == '`' {
+		name = strings.ReplaceAll(name[1:len(name)-1], "``", "`")
+	}
+	return name
+}
+
+// rollbackTo drops the events inserted after the savepoint name, and the
+// savepoints set after it.
+func (g *group) rollbackTo(name string) {
+	for i := len(g.savepoints) - 1; i >= 0; i-- {
+		if sp := g.savepoints[i]; sp.name == name {
+			g.events = g.events[:sp.events]
+			g.savepoints = g.savepoints[:i+1]
+			return
+		}
+	}
 }
 
 // rows decodes the inserts into the outbox; other rows events were left

@@ -8,6 +8,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/herald-outbox/herald/store"
 )
 
 func TestParsePosition(t *testing.T) {
@@ -312,5 +314,40 @@ func TestFatal(t *testing.T) {
 				t.Fatalf("fatal: %v, want one saying %q (purged %v)", err, tc.says, tc.purged)
 			}
 		})
+	}
+}
+
+func TestSavepointName(t *testing.T) {
+	for stmt, want := range map[string]string{
+		"SAVEPOINT `S1`":        "S1",
+		"SAVEPOINT S1":          "S1",
+		"SAVEPOINT `A``B C`":    "A`B C",
+		"ROLLBACK TO `S 2`":     "S 2",
+		"ROLLBACK TO  `S3` ":    "S3",
+		"ROLLBACK TO SAVEPOINT": "SAVEPOINT",
+	} {
+		prefix := "SAVEPOINT "
+		if strings.HasPrefix(stmt, "ROLLBACK") {
+			prefix = "ROLLBACK TO "
+		}
+		if got := savepointName(stmt, prefix); got != want {
+			t.Errorf("savepointName(%q) = %q, want %q", stmt, got, want)
+		}
+	}
+}
+
+func TestRollbackTo(t *testing.T) {
+	g := group{events: make([]store.Event, 5), savepoints: []savepoint{{"A", 1}, {"B", 3}, {"A", 4}}}
+	g.rollbackTo("B")
+	if len(g.events) != 3 || len(g.savepoints) != 2 {
+		t.Fatalf("after ROLLBACK TO B: %d events, savepoints %v", len(g.events), g.savepoints)
+	}
+	g.rollbackTo("A") // the latest A, set before B, is the one that counts now
+	if len(g.events) != 1 || len(g.savepoints) != 1 {
+		t.Fatalf("after ROLLBACK TO A: %d events, savepoints %v", len(g.events), g.savepoints)
+	}
+	g.rollbackTo("unknown")
+	if len(g.events) != 1 {
+		t.Fatalf("unknown savepoint changed the events")
 	}
 }
