@@ -382,3 +382,29 @@ func TestReconnectAfterLostConnection(t *testing.T) {
 		t.Errorf("%d reconnections logged, want 2:\n%s", n, logs.String())
 	}
 }
+
+// TestUnixSocket: the reader streams over a DSN's unix socket too.
+func TestUnixSocket(t *testing.T) {
+	e := newEnv(t)
+	dsn, err := driver.ParseDSN(e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn.Net, dsn.Addr = "unix", stackSocket
+	db, err := mysql.Open(context.Background(), dsn.FormatDSN())
+	if err != nil {
+		if testing.Short() {
+			t.Skipf("skipped under -short: the stack's socket %s: %v", stackSocket, err)
+		}
+		t.Fatalf("the stack's socket %s: %v", stackSocket, err)
+	}
+	db.Close()
+	cfg := e.config()
+	cfg.DSN = dsn.FormatDSN()
+	r := openWith(t, cfg, e.head(t))
+	want := e.write(t, orderEvent("socket", 1))
+	sameIDs(t, "over the socket", ids(nextEvents(t, r).Events), want)
+	if bytes, _ := r.Lag(); bytes < 0 {
+		t.Errorf("lag bytes %d over the socket", bytes)
+	}
+}
