@@ -345,3 +345,29 @@ func TestSavepoints(t *testing.T) {
 	}
 	expectQuiet(t, r, 300*time.Millisecond)
 }
+
+// TestUndecodableRowStops: a row the claim could not read either (headers
+// that are not a JSON object of strings; the writer never writes one)
+// stops Next with an error naming the event, and again on the next call:
+// the stream never skips past it.
+func TestUndecodableRowStops(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(t, e.head(t))
+	if _, err := e.db.DB.Exec(`INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq, event_type,
+		schema_version, payload, headers, occurred_at, next_attempt_at)
+		VALUES ('bad-headers', 'order', 'x', 1, 'order.created', 1, '{}', '{"n":1}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, orderEvent("after", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), nextTimeout)
+	defer cancel()
+	for i := range 2 {
+		tx, err := r.Next(ctx)
+		for err == nil && tx.IsHeartbeat() { // other sessions' transactions may come first
+			tx, err = r.Next(ctx)
+		}
+		if err == nil || !strings.Contains(err.Error(), "event bad-headers: headers are not a JSON object") {
+			t.Fatalf("call %d: %v (tx %v), want the undecodable event's error", i, err, ids(tx.Events))
+		}
+	}
+}

@@ -99,8 +99,7 @@ func Open(ctx context.Context, cfg Config, from Position) (*Reader, error) {
 		lastReturn: time.Now()}
 	r.closing, r.close = context.WithCancel(context.Background())
 	if err := r.open(ctx); err != nil {
-		r.close()
-		close(r.pollDone)
+		close(r.pollDone) // the poller never started
 		r.Close()
 		return nil, err
 	}
@@ -170,6 +169,9 @@ func (r *Reader) Next(ctx context.Context) (Tx, error) {
 		}
 		tx, ok, err := r.handle(ev)
 		if err != nil {
+			// The next call starts over from the last position returned and
+			// meets the same error: nothing after it is skipped.
+			r.dropStream()
 			return Tx{}, err
 		}
 		if ok {
@@ -322,8 +324,18 @@ func (r *Reader) decodeRows(e *replication.RowsEvent, data []byte) error {
 	if e.Type() != replication.EnumRowsEventTypeInsert || !r.isOutbox(e.Table) {
 		return nil
 	}
-	return e.DecodeData(pos, data)
+	if err := e.DecodeData(pos, data); err != nil {
+		return &decodeError{fmt.Errorf("binlog: decode a row event of %s.%s: %w", r.schema, outboxTable, err)}
+	}
+	return nil
 }
+
+// decodeError is an outbox row event the decoder cannot read: reading it
+// again cannot help.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
 
 // dropStream ends the current connection.
 func (r *Reader) dropStream() {
@@ -348,7 +360,8 @@ func (r *Reader) dropSyncer(s *replication.BinlogSyncer) {
 // fatal returns the error to hand to Next's caller for err, or nil when a
 // new connection may fix it.
 func fatal(err error, from Position) error {
-	if errors.Is(err, ErrClosed) {
+	var de *decodeError
+	if errors.Is(err, ErrClosed) || errors.As(err, &de) {
 		return err
 	}
 	var ge *gomysql.MyError

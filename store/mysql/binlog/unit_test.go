@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -301,6 +302,8 @@ func TestFatal(t *testing.T) {
 		{"other fatal read", &gomysql.MyError{Code: errFatalReadingBinlog, Message: "log event entry exceeded max_allowed_packet"}, false, "cannot stream from file:b.000001:4"},
 		{"no grant", &gomysql.MyError{Code: errAccessDenied, Message: "Access denied for user"}, false, "GRANT REPLICATION SLAVE ON *.*"},
 		{"closed", ErrClosed, false, "closed"},
+		{"undecodable row", fmt.Errorf("parse: %w", &decodeError{errors.New("binlog: decode a row event of d.outbox_events: bad")}),
+			false, "decode a row event"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := fatal(tc.err, from)
