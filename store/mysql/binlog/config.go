@@ -47,7 +47,8 @@ type Config struct {
 	HeartbeatPeriod time.Duration
 	// ReadTimeout is how long the stream may stay silent (no event, no
 	// heartbeat) before the connection counts as lost and is replaced. It
-	// must exceed HeartbeatPeriod. Defaults to 10s.
+	// must exceed HeartbeatPeriod. Defaults to 10s, or 3 × HeartbeatPeriod
+	// when that is longer.
 	ReadTimeout time.Duration
 	// Timeout bounds each exchange with the server outside the stream:
 	// connecting, starting the stream from a position, the queries behind

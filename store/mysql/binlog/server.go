@@ -14,7 +14,6 @@ import (
 
 // Server error numbers the reader tells apart.
 const (
-	errNoSuchTable          = 1146 // ER_NO_SUCH_TABLE
 	errAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR
 	errDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR
 	errSpecificAccessDenied = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need the X privilege"
