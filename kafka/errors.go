@@ -19,6 +19,9 @@ type ConfigError = config.Error
 
 // Error classes of a failed publication. Fatal ones can never succeed by
 // retrying the same record; the relay quarantines them at once.
+// ClassConfiguration is the relay's or the cluster's configuration (a topic
+// Kafka refuses to write, a policy), not the event's fault: the relay keeps
+// such events and retries them until the operator fixes it.
 const (
 	ClassTimeout           = "timeout"
 	ClassBrokerUnavailable = "broker_unavailable"
@@ -28,6 +31,7 @@ const (
 	ClassInvalidRecord     = "invalid_record"
 	ClassEncode            = "encode"
 	ClassNoRoute           = "no_route"
+	ClassConfiguration     = "configuration"
 	ClassUnknown           = "unknown"
 )
 
@@ -47,6 +51,8 @@ func Classify(err error) (class string, fatal bool) {
 		return ClassAuthorization, false
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		return ClassUnknownTopic, false
+	case errors.Is(err, kerr.InvalidTopicException), errors.Is(err, kerr.PolicyViolation):
+		return ClassConfiguration, false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout),
 		errors.Is(err, kerr.RequestTimedOut):
 		return ClassTimeout, false

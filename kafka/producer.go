@@ -33,6 +33,15 @@ type ProducerConfig struct {
 	// Linger is how long a partition's batch waits for more records; a
 	// negative value sends each batch at once. Defaults to 5ms.
 	Linger time.Duration
+	// MaxRecordBytes is the largest record batch the producer sends,
+	// uncompressed, counted as Kafka counts a topic's max.message.bytes (see
+	// RecordBatchBytes), so a topic whose max.message.bytes is at least this
+	// accepts every batch. A record larger than this fails with
+	// kerr.MessageTooLarge before it is sent; so may one up to 3 bytes
+	// smaller, since franz-go counts a batch with the 1 to 4 bytes of its
+	// length prefix in the produce request. Defaults to
+	// MaxRecordBytesDefault.
+	MaxRecordBytes int
 	// DeliveryTimeout bounds how long a record may take to be acknowledged,
 	// retries included. Defaults to 30s.
 	DeliveryTimeout time.Duration
@@ -56,6 +65,10 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerLinger(max(cfg.Linger, 0)),
+		// franz-go's default (1,000,012) is below what the outbox writer
+		// accepts. Its count is Kafka's plus a prefix of at least one byte,
+		// so no batch it sends exceeds MaxRecordBytes by Kafka's count.
+		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes + 1)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProduceRequestTimeout(min(cfg.DeliveryTimeout, 10*time.Second)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
@@ -83,6 +96,9 @@ func (c ProducerConfig) withDefaults() ProducerConfig {
 	if c.DeliveryTimeout == 0 {
 		c.DeliveryTimeout = DeliveryTimeoutDefault
 	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = MaxRecordBytesDefault
+	}
 	return c
 }
 
@@ -96,6 +112,9 @@ func (c ProducerConfig) validate() error {
 	}
 	if c.DeliveryTimeout < 0 {
 		errs.Add("DeliveryTimeout", "must not be negative, got %v", c.DeliveryTimeout)
+	}
+	if err := ValidateMaxRecordBytes(c.MaxRecordBytes); err != nil {
+		errs.Add("MaxRecordBytes", "%v", err)
 	}
 	return errs.Err()
 }

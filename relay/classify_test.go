@@ -33,6 +33,8 @@ func TestClassify(t *testing.T) {
 		{"topic authorization", kerr.TopicAuthorizationFailed, kafka.ClassAuthorization, false},
 		{"sasl authentication", kerr.SaslAuthenticationFailed, kafka.ClassAuthorization, false},
 		{"unknown topic", kerr.UnknownTopicOrPartition, kafka.ClassUnknownTopic, false},
+		{"invalid topic", kerr.InvalidTopicException, kafka.ClassConfiguration, false},
+		{"policy violation", kerr.PolicyViolation, kafka.ClassConfiguration, false},
 		{"record timeout", kgo.ErrRecordTimeout, kafka.ClassTimeout, false},
 		{"record timeout with the last retry error (brokers down)",
 			fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -42,7 +43,8 @@ type Config struct {
 	// batch. Defaults to 250ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
-	// times. Defaults to 25 (about 1.5 hours of retries).
+	// times, unless the last failure was of class configuration (not the
+	// event's fault). Defaults to 25 (about 1.5 hours of retries).
 	MaxAttempts int
 	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
 	// to 1s.
@@ -150,6 +152,13 @@ func (c Config) validate() error {
 	for typ, topic := range c.Topics {
 		if typ == "" || strings.TrimSpace(topic) == "" {
 			errs.Add("Topics", "%q=%q: aggregate type and topic must not be empty", typ, topic)
+		} else if err := kafka.ValidateTopicName(topic); err != nil {
+			errs.Add("Topics", "%s=%s: %v", typ, topic, err)
+		}
+	}
+	if c.DefaultTopic != "" {
+		if err := kafka.ValidateTopicName(c.DefaultTopic); err != nil {
+			errs.Add("DefaultTopic", "%v", err)
 		}
 	}
 	if c.ShutdownTimeout < 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/redact"
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -78,7 +79,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case err != nil:
 			r.errorStreak++
 			wait = backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
+			r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
 		case claimed < r.cfg.BatchSize:
 			r.errorStreak = 0
 			wait = r.cfg.PollInterval
@@ -172,7 +173,9 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 				// Maybe another record's fault: retry soon, alone.
 				fatal, retryAfter = false, r.cfg.BackoffBase
 			}
-			quarantine := fatal || int(e.Attempts) >= r.cfg.MaxAttempts
+			// A configuration error is not the event's fault: it waits for
+			// the operator however many attempts it takes.
+			quarantine := fatal || (int(e.Attempts) >= r.cfg.MaxAttempts && class != kafka.ClassConfiguration)
 			f := store.Failure{
 				EventID: e.ID, Class: class, Message: res.Err.Error(), Quarantine: quarantine,
 				RetryAfter: retryAfter,
@@ -180,12 +183,12 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			out.Failed = append(out.Failed, f)
 			r.cfg.Observer.Failed(class, quarantine)
 			level := slog.LevelWarn
-			if quarantine {
+			if quarantine || class == kafka.ClassConfiguration {
 				level = slog.LevelError
 			}
 			r.log.Log(context.Background(), level, "publish failed",
 				"event_id", e.ID, "aggregate_type", e.AggregateType, "attempt", e.Attempts,
-				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter,
+				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter.String(),
 				"error", redact.Truncate(redact.Secrets(f.Message), 300))
 		}
 	}

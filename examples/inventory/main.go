@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/examples/contract"
+	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/metrics"
@@ -21,7 +22,45 @@ import (
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
+const usage = `inventory: the inventory consumer. It reserves stock for every order.created
+and releases it for every order.cancelled, exactly once per event, and tells
+the warehouse service about each change with the event id as the
+Idempotency-Key.
+
+Usage: inventory [--help]
+
+Settings come from the environment:
+
+  HERALD_MYSQL_DSN                  database (default herald:herald@tcp(127.0.0.1:3306)/herald)
+  HERALD_KAFKA_BROKERS              seed brokers, comma-separated (default 127.0.0.1:9092)
+  HERALD_INVENTORY_TOPICS           topics, comma-separated (default orders.v1)
+  HERALD_INVENTORY_CONSUMER         inbox consumer name (default inventory)
+  HERALD_INVENTORY_GROUP            Kafka consumer group (default the consumer name)
+  HERALD_WAREHOUSE_URL              warehouse base URL (default http://127.0.0.1:8081)
+  HERALD_INVENTORY_ADDR             /healthz and /stats address (default 127.0.0.1:9102; "-" for none)
+  HERALD_INVENTORY_BATCH_SIZE       records per transaction (default 1)
+  HERALD_INVENTORY_AUTO_PROVISION   create unknown SKUs with the default stock (default true)
+  HERALD_INVENTORY_DEFAULT_STOCK    stock of an auto-provisioned SKU (default 1000000)
+  HERALD_INVENTORY_SEED             stock created at start, e.g. SKU-1=100,SKU-2=5
+                                    (default SKU-1..SKU-20 with 1000000 each; existing rows are kept)
+  HERALD_INVENTORY_SWEEP_INTERVAL   how often pending warehouse calls are swept (default 2s)
+  HERALD_INVENTORY_SWEEP_GRACE      age before the sweeper takes a pending call (default 5s)
+  HERALD_INVENTORY_SESSION_TIMEOUT  Kafka group session timeout (default 45s, at least 6s)
+  HERALD_INVENTORY_START_AT         replay: a NEW group starts at this RFC 3339 time
+  HERALD_INVENTORY_RATE_LIMIT       records per second, for replays (default unlimited)
+  HERALD_LOG_LEVEL                  debug, info (default), warn or error
+  HERALD_FAILPOINTS                 crash drills, e.g. consumer.after_commit_before_offset=crash
+
+At start it applies herald's migrations (consumed_events) and its own, and
+seeds stock. It logs JSON to stderr. On SIGTERM or SIGINT it finishes the
+transaction and the warehouse call at hand, commits its offsets, leaves the
+group and exits 0.
+`
+
 func main() {
+	if code, done := cmdline.Parse("inventory", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	if err := failpoint.EnableFromEnv(); err != nil {
 		fmt.Fprintf(os.Stderr, "inventory: %v\n", err)
 		os.Exit(2)

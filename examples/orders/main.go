@@ -2,12 +2,7 @@
 // that writes orders and their outbox events in one transaction.
 //
 //	go run ./examples/orders
-//
-// Environment:
-//
-//	HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
-//	HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
-//	HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
+//	go run ./examples/orders --help   # its settings (environment variables)
 //
 // It applies herald's schema and its own on start, logs JSON to stderr and
 // stops gracefully on SIGTERM or SIGINT (exit code 0).
@@ -23,13 +18,33 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
+const usage = `orders: the orders example service, an HTTP API that writes each order and
+its outbox event in one transaction (see examples/orders/README.md).
+
+Usage: orders [--help]
+
+Settings come from the environment:
+
+  HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
+  HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
+  HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
+  HERALD_FAILPOINTS             crash drills, e.g. orders.after_commit=crash (default none)
+
+It applies herald's schema and its own at start, logs JSON to stderr and stops
+gracefully on SIGTERM or SIGINT (exit code 0).
+`
+
 func main() {
+	if code, done := cmdline.Parse("orders", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	os.Exit(run())
 }
 

@@ -9,11 +9,32 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
+const usage = `warehouse: the warehouse service, the external API the inventory example
+calls with idempotency keys (POST /v1/operations).
+
+Usage: warehouse [--help]
+
+Settings come from the environment:
+
+  HERALD_WAREHOUSE_ADDR       listen address (default 127.0.0.1:8081)
+  HERALD_WAREHOUSE_MYSQL_DSN  its database (default HERALD_MYSQL_DSN, then
+                              herald:herald@tcp(127.0.0.1:3306)/herald)
+  HERALD_MYSQL_DSN            the database when HERALD_WAREHOUSE_MYSQL_DSN is unset
+  HERALD_LOG_LEVEL            debug, info (default), warn or error
+
+It applies its own migrations at start, logs JSON to stderr, and on SIGTERM
+or SIGINT finishes in-flight requests and exits 0.
+`
+
 func main() {
+	if code, done := cmdline.Parse("warehouse", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	slog.SetDefault(log)
 	if err := run(log); err != nil {

@@ -26,18 +26,37 @@ type statusReport struct {
 
 func newStatusCommand() *cobra.Command {
 	var (
-		db     dbFlags
-		kf     kafkaFlags
-		topics []string
-		groups []string
-		asJSON bool
+		db      dbFlags
+		kf      kafkaFlags
+		routing routeFlags
+		topics  []string
+		groups  []string
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "One screen for the operator: backlog, ages, failures, quarantine, partitions, consumer lag",
-		Args:  cobra.NoArgs,
+		Long: `One screen for the operator: the outbox backlog by state with the oldest
+ages, failures by class in the last hour, the oldest quarantined events, and,
+from Kafka, the records per partition and the consumer groups' lag on the
+topics a relay with the same routing settings publishes to (--topic and
+--default-topic, or HERALD_TOPICS and HERALD_DEFAULT_TOPIC, as for herald
+relay), or on --topics.
+
+When Kafka does not answer, the database's part is still printed and the
+command exits 1.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if len(topics) == 0 {
+				routes, defaultTopic, err := routing.parse()
+				if err != nil {
+					return err
+				}
+				topics = liveTopics(routes, defaultTopic)
+			} else if err := validateTopicNames(topics); err != nil {
+				return err
+			}
 			conn, err := db.open(ctx)
 			if err != nil {
 				return err
@@ -51,23 +70,33 @@ func newStatusCommand() *cobra.Command {
 			if rep.Quarantined, err = st.ListQuarantined(ctx, store.QuarantineFilter{Limit: 10}); err != nil {
 				return err
 			}
+			rep.Quarantined = nonNil(rep.Quarantined)
 			// Kafka is reported on, not required: the database view is what
-			// an operator needs first when the cluster is the problem.
-			if err := kafkaStatus(ctx, &kf, topics, groups, &rep); err != nil {
-				rep.KafkaError = err.Error()
+			// an operator needs first when the cluster is the problem. The
+			// exit code still says the status is incomplete.
+			kafkaErr := kafkaStatus(ctx, &kf, topics, groups, &rep)
+			if kafkaErr != nil {
+				rep.KafkaError = kafkaErr.Error()
 			}
 			if asJSON {
-				return writeJSON(cmd, rep)
+				if err := writeJSON(cmd, rep); err != nil {
+					return err
+				}
+			} else {
+				printStatus(cmd, rep)
 			}
-			printStatus(cmd, rep)
+			if kafkaErr != nil {
+				return fmt.Errorf("the Kafka part of the status is missing: %w", kafkaErr)
+			}
 			return nil
 		},
 	}
 	env := envFlags{}
 	db.register(cmd, env)
 	kf.register(cmd, env)
-	cmd.Flags().StringSliceVar(&topics, "topics", []string{"orders.v1"}, "topics to show partitions and lag for")
-	cmd.Flags().StringSliceVar(&groups, "groups", nil, "consumer groups to show (default: every group reading --topics)")
+	routing.register(cmd, env)
+	cmd.Flags().StringSliceVar(&topics, "topics", nil, "topics to show partitions and lag for (default: the topics of --topic and --default-topic)")
+	cmd.Flags().StringSliceVar(&groups, "groups", nil, "consumer groups to show (default: every group reading the topics)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	env["topics"] = "HERALD_STATUS_TOPICS"
 	env.bind(cmd)

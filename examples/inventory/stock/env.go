@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/kafka"
 )
 
 // Env is the inventory binary's configuration, read from HERALD_*
@@ -43,6 +44,11 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	}
 	if v := getenv("HERALD_INVENTORY_TOPICS"); v != "" {
 		c.Topics = localstack.SplitBrokers(v) // the same comma-separated list syntax
+		for _, topic := range c.Topics {
+			if err := kafka.ValidateTopicName(topic); err != nil {
+				return Env{}, fmt.Errorf("HERALD_INVENTORY_TOPICS=%q: %v", v, err)
+			}
+		}
 	}
 	c.ConsumerName = getenv("HERALD_INVENTORY_CONSUMER")
 	c.Group = getenv("HERALD_INVENTORY_GROUP")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/migrations"
 )
 
@@ -145,8 +146,11 @@ func (o Operation) validate() error {
 		return errors.New("items must not be empty")
 	}
 	for i, it := range o.Items {
-		if it.SKU == "" || len(it.SKU) > 64 || it.Quantity <= 0 {
-			return fmt.Errorf("items[%d] needs a sku (1 to 64 characters) and a positive quantity", i)
+		if err := contract.ValidateSKU(it.SKU); err != nil {
+			return fmt.Errorf("items[%d]: %v", i, err)
+		}
+		if it.Quantity <= 0 {
+			return fmt.Errorf("items[%d]: quantity must be positive, got %d", i, it.Quantity)
 		}
 	}
 	return nil
