@@ -23,6 +23,13 @@ type Observer interface {
 	Settled(s store.Settled)
 }
 
+// RebalanceObserver is told about the relay's turns at the bucket table;
+// an Observer may implement it (package metrics does).
+type RebalanceObserver interface {
+	// Rebalanced reports one turn.
+	Rebalanced(rb store.Rebalance)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Claimed(store.Claim)               {}

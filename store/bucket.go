@@ -53,6 +53,9 @@ type RebalanceRequest struct {
 type Rebalance struct {
 	// Ownership is what the relay owns now.
 	Ownership Ownership
+	// Now is the database clock during the turn: Ownership.Expires minus
+	// Now is how long the lease lasts.
+	Now time.Time
 	// Members counts the live relays.
 	Members int
 	// Acquired and Released count buckets taken and given up in this turn.
@@ -106,6 +109,7 @@ func (s *Store) Rebalance(ctx context.Context, req RebalanceRequest) (Rebalance,
 	if err != nil {
 		return rb, fmt.Errorf("rebalance: read clock: %w", err)
 	}
+	rb.Now = now
 	want := map[int]bool{}
 	for _, b := range desiredBuckets(members, req.RelayID) {
 		want[b] = true

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -69,8 +70,7 @@ func (Dialect) ReadBuckets(ctx context.Context, q store.Querier) (time.Time, []s
 	if err := q.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
 		return now, nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT bucket, COALESCE(owner, ''), epoch, COALESCE(expires_at, ?)
-		FROM outbox_buckets ORDER BY bucket`, datetime(time.Unix(0, 0)))
+	rows, err := q.QueryContext(ctx, `SELECT bucket, COALESCE(owner, ''), epoch, expires_at FROM outbox_buckets ORDER BY bucket`)
 	if err != nil {
 		return now, nil, err
 	}
@@ -78,9 +78,11 @@ func (Dialect) ReadBuckets(ctx context.Context, q store.Querier) (time.Time, []s
 	var out []store.BucketLease
 	for rows.Next() {
 		var l store.BucketLease
-		if err := rows.Scan(&l.Bucket, &l.Owner, &l.Epoch, &l.Expires); err != nil {
+		var expires sql.NullTime
+		if err := rows.Scan(&l.Bucket, &l.Owner, &l.Epoch, &expires); err != nil {
 			return now, nil, err
 		}
+		l.Expires = expires.Time
 		out = append(out, l)
 	}
 	return now, out, rows.Err()

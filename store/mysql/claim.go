@@ -11,12 +11,13 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// bucketExpr is an aggregate's bucket (docs/design.md, section 4.1).
-var bucketExpr = fmt.Sprintf("MOD(CRC32(CONCAT(aggregate_type, 0x00, aggregate_id)), %d)", store.BucketCount)
+// BucketExpr is an aggregate's bucket (docs/design.md, section 4.1).
+// Exported for tests that EXPLAIN ClaimQuery.
+var BucketExpr = fmt.Sprintf("MOD(CRC32(CONCAT(aggregate_type, 0x00, aggregate_id)), %d)", store.BucketCount)
 
 // readyColumns are the columns of a claimed event, in scan order.
 var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
-	occurred_at, attempts, COALESCE(error_class, ''), ` + bucketExpr
+	occurred_at, attempts, COALESCE(error_class, ''), ` + BucketExpr
 
 // ClaimQuery reads the oldest ready events, walking idx_ready in index order
 // (no filesort). A backoff or a hold keeps next_attempt_at in the future and
@@ -33,7 +34,7 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 	var filter strings.Builder
 	var args []any
 	if r.Buckets != nil {
-		filter.WriteString(" AND " + bucketExpr + " IN (" + placeholders(len(r.Buckets)) + ")")
+		filter.WriteString(" AND " + BucketExpr + " IN (" + placeholders(len(r.Buckets)) + ")")
 		for _, b := range r.Buckets {
 			args = append(args, b)
 		}
