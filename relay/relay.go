@@ -115,12 +115,17 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
+// turnInterval is how often a relay takes its turn at the bucket table
+// (at most; a short lease makes it more often): a relay that joins gets its
+// share within about two turns.
+const turnInterval = time.Second
+
 // turn takes the relay's turn at the bucket table when it is due: at the
-// start and once a third of the lease has passed since the last one. The
-// relay claims only between turns, so a bucket it gives up has no event in
-// flight.
+// start, then every turnInterval or third of the lease, whichever is
+// shorter. The relay claims only between turns, so a bucket it gives up has
+// no event in flight.
 func (r *Relay) turn(ctx context.Context) error {
-	if !r.lastTurn.IsZero() && time.Since(r.lastTurn) < r.cfg.Lease/3 {
+	if !r.lastTurn.IsZero() && time.Since(r.lastTurn) < min(turnInterval, r.cfg.Lease/3) {
 		return nil
 	}
 	start := time.Now()
@@ -176,7 +181,14 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	if len(claim.Events) == 0 {
 		return claim.Held, nil
 	}
-	failpoint.Hit(failpoint.RelayAfterClaim)
+	inHand := func() []string {
+		ids := make([]string, len(claim.Events))
+		for i, e := range claim.Events {
+			ids[i] = e.ID
+		}
+		return ids
+	}
+	failpoint.HitWithEvents(failpoint.RelayAfterClaim, inHand)
 
 	// The batch is finished even if ctx is cancelled meanwhile (shutdown):
 	// publishing is bounded by the buckets' lease, and after
@@ -189,11 +201,11 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	})
 	defer stop()
 
-	failpoint.Hit(failpoint.RelayBeforePublish)
+	failpoint.HitWithEvents(failpoint.RelayBeforePublish, inHand)
 	start := time.Now()
 	results := r.publisher.Publish(pubCtx, claim.Events)
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
-	failpoint.Hit(failpoint.RelayAfterAckBeforeMark)
+	failpoint.HitWithEvents(failpoint.RelayAfterAckBeforeMark, inHand)
 
 	out := r.outcome(results)
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
