@@ -33,10 +33,14 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkRelay -benchtime 1x -timeout 60m ./relay/
 //
-// BenchmarkRelay/drain/* drains a backlog of 100,000 1 KB events over 1,000
-// aggregates: with herald's relay (in-process Relay.Run, each relay with its
-// own producer and connection pool, as separate processes would have) and
-// with the reference loop of the specification's source material.
+// BenchmarkRelay/drain/interleaved drains a backlog of 100,000 1 KB events
+// over 1,000 aggregates with a bare claim+mark loop (the limit) and with 1,
+// 2 and 3 herald relays (in-process Relay.Run, each with its own producer
+// and connection pool, as separate processes would have), in interleaved
+// repetitions (HERALD_BENCH_REPS, default 3), and prints medians;
+// drain/reference runs the reference loop of the specification's source
+// material. delivery measures commit → append at 1,000 events/s with one
+// relay's defaults, idle what an idle relay costs the database.
 // BenchmarkRelay/claim/* times store/mysql Claim at backlogs of 1,000 and
 // 1,000,000 events. Afterwards the benchmark purges the binary logs it made
 // (as MariaDB's root over the stack's socket) when it can.
@@ -54,10 +58,11 @@ const (
 func BenchmarkRelay(b *testing.B) {
 	b.Cleanup(func() { purgeBinlogs(b) })
 	b.Run("drain", func(b *testing.B) {
-		b.Run("herald-1", func(b *testing.B) { benchHerald(b, 1) })
-		b.Run("herald-2", func(b *testing.B) { benchHerald(b, 2) })
+		b.Run("interleaved", benchDrains)
 		b.Run("reference", benchReference)
 	})
+	b.Run("delivery", benchDelivery)
+	b.Run("idle", benchIdle)
 	b.Run("claim", func(b *testing.B) {
 		b.Run("backlog-1000", func(b *testing.B) { benchClaim(b, 1_000) })
 		b.Run("backlog-1000000", func(b *testing.B) { benchClaim(b, 1_000_000) })
@@ -239,31 +244,6 @@ func (s *claimStats) String() string {
 	return fmt.Sprintf("%d claims (%d empty), %d events claimed, %d held, %d failures; "+
 		"time in claims %v, in publishing %v (summed over relays)", s.claims, s.empty, s.leased, s.held,
 		s.failed, s.claimTime.Round(time.Millisecond), s.publishTime.Round(time.Millisecond))
-}
-
-// benchHerald drains the backlog with n in-process relays.
-func benchHerald(b *testing.B, n int) {
-	brokers := testenv.KafkaBrokers(b)
-	d := testenv.NewHeraldDatabase(b)
-	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
-	bulkLoad(b, d.DB, 0, benchEvents, benchAggregates)
-
-	stats := &claimStats{}
-	b.ResetTimer()
-	binlog0 := binlogSize(d.DB)
-	start := time.Now()
-	stop := runRelays(b, d, brokers, topic, n, stats)
-	waitDrained(b, d.DB)
-	elapsed := time.Since(start)
-	binlog1 := binlogSize(d.DB)
-	b.StopTimer()
-	stop()
-	res := drainResult{events: benchEvents, elapsed: elapsed, binlog: -1}
-	if binlog0 >= 0 && binlog1 >= 0 {
-		res.binlog = binlog1 - binlog0
-	}
-	res.report(b, fmt.Sprintf("herald-%d", n))
-	fmt.Printf("           %v\n", stats)
 }
 
 // runRelays starts n in-process relays on d, each with its own connection
