@@ -308,7 +308,9 @@ func benchDelivery(b *testing.B) {
 	cancel()
 	<-consumed
 	slices.Sort(delays)
-	p := func(q float64) time.Duration { return delays[int(q*float64(len(delays)-1))].Round(100 * time.Microsecond) }
+	p := func(q float64) time.Duration {
+		return delays[int(q*float64(len(delays)-1))].Round(100 * time.Microsecond)
+	}
 	b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
 	fmt.Printf("delivery at %d events/s for %v (1 relay, defaults: poll interval %v, batch %d): %d events, commit → append p50 %v, p99 %v, max %v\n",
 		rate, duration, relay.PollIntervalDefault, relay.BatchSizeDefault, written, p(0.5), p(0.99), delays[len(delays)-1].Round(100*time.Microsecond))
