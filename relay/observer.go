@@ -8,7 +8,8 @@ import (
 
 // Observer is told what the relay does; package metrics implements it with
 // Prometheus collectors. Methods are called from the relay's goroutine and
-// must not block.
+// from the one settling its previous batch, so they must be safe for
+// concurrent use, and must not block.
 type Observer interface {
 	// Claimed reports one claim (also an empty one).
 	Claimed(c store.Claim)

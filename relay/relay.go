@@ -55,6 +55,17 @@ type Relay struct {
 	// known remembers the latest published event of aggregates, so their
 	// next events need no predecessor read.
 	known *store.Known
+	// settling is the batch being settled in the background, if any.
+	settling *settling
+}
+
+// settling is a clean batch (every event acknowledged) whose marks are
+// written while the next batch is claimed and produced.
+type settling struct {
+	claim store.Claim
+	ids   []string
+	done  chan struct{}
+	err   error
 }
 
 // Producer is the part of a franz-go client the relay uses; *kgo.Client
@@ -85,6 +96,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		"order_policy", r.cfg.OrderPolicy)
 	for {
 		if ctx.Err() != nil {
+			if err := r.awaitSettle(); err != nil {
+				r.log.Error("settling the last batch failed; its events will be published again", "error", err)
+			}
 			r.leave(ctx)
 			r.log.Info("relay stopped")
 			return nil
@@ -127,6 +141,10 @@ const turnInterval = time.Second
 func (r *Relay) turn(ctx context.Context) error {
 	if !r.lastTurn.IsZero() && time.Since(r.lastTurn) < min(turnInterval, r.cfg.Lease/3) {
 		return nil
+	}
+	// A bucket is given up only with nothing of it in flight.
+	if err := r.awaitSettle(); err != nil {
+		return err
 	}
 	start := time.Now()
 	rb, err := r.store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.cfg.ID, Lease: r.cfg.Lease})
@@ -171,9 +189,11 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	if len(r.own.Buckets) == 0 {
 		return 0, nil
 	}
-	claim, err := r.store.Claim(ctx, store.ClaimRequest{
-		Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known,
-	})
+	req := store.ClaimRequest{Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known}
+	if r.settling != nil {
+		req.Settling = r.settling.ids
+	}
+	claim, err := r.store.Claim(ctx, req)
 	if err != nil {
 		return 0, err
 	}
@@ -208,21 +228,64 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	failpoint.HitWithEvents(failpoint.RelayAfterAckBeforeMark, inHand)
 
 	out := r.outcome(results)
-	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancelSettle()
+	// At most one batch settles in the background.
+	if err := r.awaitSettle(); err != nil {
+		return 0, err
+	}
+	if len(out.Failed) == 0 && len(out.Unsent) == 0 && ctx.Err() == nil {
+		// Every event is in Kafka: its successors may follow at once
+		// (docs/design.md, section 6), and the marks are written while the
+		// next batch is claimed and produced.
+		r.known.Acknowledged(claim.Events)
+		r.settleInBackground(ctx, claim, out)
+		return len(claim.Events) + claim.Held, nil
+	}
+	if err := r.settle(ctx, claim, out); err != nil {
+		return 0, err
+	}
+	return len(claim.Events) + claim.Held, nil
+}
+
+// settle records a batch's outcome.
+func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome) error {
+	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	settled, err := r.store.Settle(settleCtx, claim, out, r.cfg.OrderPolicy)
 	if err != nil {
 		// The events stay unpublished: this relay, or the next owner of
 		// their buckets, claims and publishes them again (duplicates,
 		// never losses).
-		return 0, fmt.Errorf("settle batch of %d: %w", len(claim.Events), err)
+		return fmt.Errorf("settle batch of %d: %w", len(claim.Events), err)
 	}
 	r.cfg.Observer.Settled(settled)
 	if settled.LostLeases > 0 {
 		r.log.Warn("buckets taken over before the batch was settled; its events may be published again",
 			"events", settled.LostLeases)
 	}
-	return len(claim.Events) + claim.Held, nil
+	return nil
+}
+
+// settleInBackground settles a clean batch while the relay goes on; the
+// next claim passes over its events, and awaitSettle collects the result.
+func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out store.Outcome) {
+	s := &settling{claim: claim, ids: out.Published, done: make(chan struct{})}
+	r.settling = s
+	go func() {
+		defer close(s.done)
+		s.err = r.settle(ctx, claim, out)
+	}()
+}
+
+// awaitSettle waits for the batch settling in the background, if any, and
+// returns its error.
+func (r *Relay) awaitSettle() error {
+	s := r.settling
+	if s == nil {
+		return nil
+	}
+	<-s.done
+	r.settling = nil
+	return s.err
 }
 
 // outcome turns per-event results into what Settle records.

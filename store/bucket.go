@@ -228,6 +228,15 @@ func (k *Known) isDone(key SeqKey) bool {
 	return ok && seq == key.Seq
 }
 
+// Acknowledged notes that Kafka acknowledged events (their first copies are
+// in their partitions), ahead of their marks: for the order of their
+// successors that is what "done" stands for (docs/design.md, section 6).
+func (k *Known) Acknowledged(events []Event) {
+	for _, e := range events {
+		k.record(SeqKey{e.AggregateType, e.AggregateID, e.AggregateSeq})
+	}
+}
+
 // record notes that key is done.
 func (k *Known) record(key SeqKey) {
 	if k == nil {

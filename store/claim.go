@@ -27,7 +27,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if len(req.Ownership.Buckets) == 0 || req.Limit < 1 {
 		return claim, nil
 	}
-	ready := ReadyRequest{Limit: req.Limit}
+	ready := ReadyRequest{Limit: req.Limit, ExcludeIDs: req.Settling}
 	if !req.Ownership.All() {
 		ready.Buckets = req.Ownership.List()
 	}

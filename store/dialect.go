@@ -97,6 +97,8 @@ type ReadyRequest struct {
 	Buckets []int
 	// Exclude are aggregates to pass over.
 	Exclude []AggregateKey
+	// ExcludeIDs are events to pass over (a batch still being settled).
+	ExcludeIDs []string
 	// Limit is the most events to read.
 	Limit int
 }

@@ -52,6 +52,9 @@ type ClaimRequest struct {
 	// need no predecessor read; Settle adds what it marks. Nil remembers
 	// nothing.
 	Known *Known
+	// Settling are the ids of a batch the relay is still settling: they
+	// are still unpublished in the database, and must not be claimed again.
+	Settling []string
 }
 
 // Claim is the result of one claim.

@@ -39,6 +39,10 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 			args = append(args, b)
 		}
 	}
+	if len(r.ExcludeIDs) > 0 {
+		filter.WriteString(" AND id NOT IN (" + placeholders(len(r.ExcludeIDs)) + ")")
+		args = append(args, anySlice(r.ExcludeIDs)...)
+	}
 	if len(r.Exclude) > 0 {
 		filter.WriteString(" AND (aggregate_type, aggregate_id) NOT IN (")
 		for i, k := range r.Exclude {
