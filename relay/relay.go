@@ -55,17 +55,17 @@ type Relay struct {
 	// known remembers the latest published event of aggregates, so their
 	// next events need no predecessor read.
 	known *store.Known
-	// settling is the batch being settled in the background, if any.
+	// settling is the batch being settled in the background, if any, and
+	// cursor where the next claim continues (past it); nil starts over.
 	settling *settling
+	cursor   *store.ReadyCursor
 }
 
 // settling is a clean batch (every event acknowledged) whose marks are
 // written while the next batch is claimed and produced.
 type settling struct {
-	claim store.Claim
-	ids   []string
-	done  chan struct{}
-	err   error
+	done chan struct{}
+	err  error
 }
 
 // Producer is the part of a franz-go client the relay uses; *kgo.Client
@@ -142,10 +142,12 @@ func (r *Relay) turn(ctx context.Context) error {
 	if !r.lastTurn.IsZero() && time.Since(r.lastTurn) < min(turnInterval, r.cfg.Lease/3) {
 		return nil
 	}
-	// A bucket is given up only with nothing of it in flight.
+	// A bucket is given up only with nothing of it in flight; and the
+	// claims start over, to look at what the last ones passed.
 	if err := r.awaitSettle(); err != nil {
 		return err
 	}
+	r.cursor = nil
 	start := time.Now()
 	rb, err := r.store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.cfg.ID, Lease: r.cfg.Lease})
 	if err != nil {
@@ -189,14 +191,20 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	if len(r.own.Buckets) == 0 {
 		return 0, nil
 	}
-	req := store.ClaimRequest{Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known}
-	if r.settling != nil {
-		req.Settling = r.settling.ids
+	if r.cursor == nil {
+		// Starting over reads from the oldest ready event: the batch still
+		// settling must be marked first, or it would be read again.
+		if err := r.awaitSettle(); err != nil {
+			return 0, err
+		}
 	}
-	claim, err := r.store.Claim(ctx, req)
+	claim, err := r.store.Claim(ctx, store.ClaimRequest{
+		Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known, After: r.cursor,
+	})
 	if err != nil {
 		return 0, err
 	}
+	r.cursor = claim.Next
 	r.cfg.Observer.Claimed(claim)
 	if len(claim.Events) == 0 {
 		return claim.Held, nil
@@ -232,10 +240,11 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	if err := r.awaitSettle(); err != nil {
 		return 0, err
 	}
-	if len(out.Failed) == 0 && len(out.Unsent) == 0 && ctx.Err() == nil {
-		// Every event is in Kafka: its successors may follow at once
-		// (docs/design.md, section 6), and the marks are written while the
-		// next batch is claimed and produced.
+	if len(out.Failed) == 0 && len(out.Unsent) == 0 && r.cursor != nil && ctx.Err() == nil {
+		// Every event is in Kafka and the next claim continues past them:
+		// their successors may follow at once (docs/design.md, section 6),
+		// and the marks are written while the next batch is claimed and
+		// produced.
 		r.known.Acknowledged(claim.Events)
 		r.settleInBackground(ctx, claim, out)
 		return len(claim.Events) + claim.Held, nil
@@ -266,9 +275,10 @@ func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome
 }
 
 // settleInBackground settles a clean batch while the relay goes on; the
-// next claim passes over its events, and awaitSettle collects the result.
+// next claim continues past its events, and awaitSettle collects the
+// result.
 func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out store.Outcome) {
-	s := &settling{claim: claim, ids: out.Published, done: make(chan struct{})}
+	s := &settling{done: make(chan struct{})}
 	r.settling = s
 	go func() {
 		defer close(s.done)

@@ -27,7 +27,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if len(req.Ownership.Buckets) == 0 || req.Limit < 1 {
 		return claim, nil
 	}
-	ready := ReadyRequest{Limit: req.Limit, ExcludeIDs: req.Settling}
+	ready := ReadyRequest{Limit: req.Limit, After: req.After}
 	if !req.Ownership.All() {
 		ready.Buckets = req.Ownership.List()
 	}
@@ -35,10 +35,11 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	bucketOf := map[AggregateKey]int{}
 	var held []*planned
 	for round := 0; round < 2 && len(claim.Events) < req.Limit; round++ {
-		events, err := s.dialect.ReadReady(ctx, s.db, ready)
+		events, last, err := s.dialect.ReadReady(ctx, s.db, ready)
 		if err != nil {
 			return claim, fmt.Errorf("claim: read ready events: %w", err)
 		}
+
 		cands := make([]Candidate, len(events))
 		for i, e := range events {
 			byID[e.ID] = e
@@ -53,9 +54,16 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		if err != nil {
 			return claim, err
 		}
+		took := map[string]bool{}
 		for _, e := range leased {
+			took[e.ID] = true
 			e.Attempts++
 			claim.Events = append(claim.Events, e)
+		}
+		// The next claim may continue after this read only if it was a
+		// full window and left nothing behind.
+		if round == 0 && len(events) == ready.Limit && allTaken(events, took) {
+			claim.Next = &last
 		}
 		held = append(held, p.held...)
 		// A second read only when chains were cut and the first read was a
@@ -79,6 +87,15 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	claim.Held = len(held)
 	claim.Duration = time.Since(start)
 	return claim, nil
+}
+
+func allTaken(events []Event, took map[string]bool) bool {
+	for _, e := range events {
+		if !took[e.ID] {
+			return false
+		}
+	}
+	return true
 }
 
 // fullEvents returns the events of the plan's chains, in chain order. The

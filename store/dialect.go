@@ -97,20 +97,29 @@ type ReadyRequest struct {
 	Buckets []int
 	// Exclude are aggregates to pass over.
 	Exclude []AggregateKey
-	// ExcludeIDs are events to pass over (a batch still being settled).
-	ExcludeIDs []string
+	// After, when set, reads only events after it in claim order.
+	After *ReadyCursor
 	// Limit is the most events to read.
 	Limit int
+}
+
+// ReadyCursor is a position in claim order.
+type ReadyCursor struct {
+	NextAttemptAt time.Time
+	OccurredAt    time.Time
+	ID            string
 }
 
 // ClaimDialect is what a claim reads and writes (docs/design.md, section
 // 4.2).
 type ClaimDialect interface {
 	// ReadReady returns up to r.Limit ready events (unpublished, not backing
-	// off, held, quarantined or discarded) of r.Buckets, oldest
-	// next_attempt_at first, in full, with their Bucket, Attempts as stored
-	// (failed attempts) and PreviousErrorClass; without locking them.
-	ReadReady(ctx context.Context, q Querier, r ReadyRequest) ([]Event, error)
+	// off, held, quarantined or discarded) of r.Buckets, in claim order
+	// (next_attempt_at, occurred_at, id), in full, with their Bucket,
+	// Attempts as stored (failed attempts) and PreviousErrorClass; without
+	// locking them. last is the position of the last row read (zero when
+	// none was).
+	ReadReady(ctx context.Context, q Querier, r ReadyRequest) (events []Event, last ReadyCursor, err error)
 	// ReadEvents reads those of ids that are still ready, as ReadReady
 	// does.
 	ReadEvents(ctx context.Context, q Querier, ids []string) ([]Event, error)

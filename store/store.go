@@ -52,9 +52,10 @@ type ClaimRequest struct {
 	// need no predecessor read; Settle adds what it marks. Nil remembers
 	// nothing.
 	Known *Known
-	// Settling are the ids of a batch the relay is still settling: they
-	// are still unpublished in the database, and must not be claimed again.
-	Settling []string
+	// After, when set, continues a backlog from where the previous claim's
+	// read ended (Claim.Next), past the rows of batches still being settled;
+	// nil starts from the oldest ready event.
+	After *ReadyCursor
 }
 
 // Claim is the result of one claim.
@@ -70,6 +71,9 @@ type Claim struct {
 	Held int
 	// Duration is how long the claim took.
 	Duration time.Duration
+	// Next is where a following claim may continue; nil when the claim read
+	// every ready event (none may be left behind it).
+	Next *ReadyCursor
 
 	known *Known
 }

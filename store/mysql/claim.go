@@ -17,7 +17,7 @@ var BucketExpr = fmt.Sprintf("MOD(CRC32(CONCAT(aggregate_type, 0x00, aggregate_i
 
 // readyColumns are the columns of a claimed event, in scan order.
 var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
-	occurred_at, attempts, COALESCE(error_class, ''), ` + BucketExpr
+	occurred_at, attempts, COALESCE(error_class, ''), ` + BucketExpr + `, next_attempt_at`
 
 // ClaimQuery reads the oldest ready events, walking idx_ready in index order
 // (no filesort). A backoff or a hold keeps next_attempt_at in the future and
@@ -26,11 +26,11 @@ var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type,
 var ClaimQuery = `SELECT ` + readyColumns + `
 FROM outbox_events FORCE INDEX (idx_ready)
 WHERE published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)%s
-ORDER BY next_attempt_at, occurred_at
+ORDER BY next_attempt_at, occurred_at, id
 LIMIT ?`
 
 // ReadReady implements store.ClaimDialect.
-func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, error) {
+func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {
 	var filter strings.Builder
 	var args []any
 	if r.Buckets != nil {
@@ -39,9 +39,12 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 			args = append(args, b)
 		}
 	}
-	if len(r.ExcludeIDs) > 0 {
-		filter.WriteString(" AND id NOT IN (" + placeholders(len(r.ExcludeIDs)) + ")")
-		args = append(args, anySlice(r.ExcludeIDs)...)
+	if c := r.After; c != nil {
+		// After (next_attempt_at, occurred_at, id), spelled out so the
+		// range stays on idx_ready (whose entries end with the id).
+		filter.WriteString(` AND (next_attempt_at > ? OR (next_attempt_at = ? AND (occurred_at > ? OR (occurred_at = ? AND id > ?))))`)
+		at, occurred := datetime(c.NextAttemptAt), datetime(c.OccurredAt)
+		args = append(args, at, at, occurred, occurred, c.ID)
 	}
 	if len(r.Exclude) > 0 {
 		filter.WriteString(" AND (aggregate_type, aggregate_id) NOT IN (")
@@ -59,15 +62,17 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 
 // ReadEvents implements store.ClaimDialect.
 func (Dialect) ReadEvents(ctx context.Context, q store.Querier, ids []string) ([]store.Event, error) {
-	return readEvents(ctx, q, `SELECT `+readyColumns+` FROM outbox_events
+	events, _, err := readEvents(ctx, q, `SELECT `+readyColumns+` FROM outbox_events
 		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)`,
 		anySlice(ids)...)
+	return events, err
 }
 
-func readEvents(ctx context.Context, q store.Querier, query string, args ...any) ([]store.Event, error) {
+func readEvents(ctx context.Context, q store.Querier, query string, args ...any) ([]store.Event, store.ReadyCursor, error) {
+	var last store.ReadyCursor
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, last, err
 	}
 	defer rows.Close()
 	var out []store.Event
@@ -77,17 +82,18 @@ func readEvents(ctx context.Context, q store.Querier, query string, args ...any)
 			headers sql.NullString
 		)
 		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.SchemaVersion,
-			&e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &e.Bucket); err != nil {
-			return nil, err
+			&e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &e.Bucket, &last.NextAttemptAt); err != nil {
+			return nil, last, err
 		}
+		last.OccurredAt, last.ID = e.OccurredAt, e.ID
 		if headers.Valid {
 			if err := json.Unmarshal([]byte(headers.String), &e.Headers); err != nil {
-				return nil, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
+				return nil, last, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
 			}
 		}
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	return out, last, rows.Err()
 }
 
 // ReadPredecessors implements store.ClaimDialect with one lookup of

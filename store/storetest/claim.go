@@ -371,3 +371,45 @@ func testConcurrentRelaysDrainInOrder(t *testing.T, h Harness) {
 		t.Errorf("only %v claimed: the relays should have shared the buckets", relaysSeen)
 	}
 }
+
+// testClaimsContinueAfterTheirCursor: a claim that read a full window and
+// took all of it says where the next may continue; continuing from there
+// returns the following events, never the previous ones, which may still
+// be unpublished (their batch still settling); a short read says start
+// over.
+func testClaimsContinueAfterTheirCursor(t *testing.T, h Harness) {
+	aggs := make([]string, 30)
+	for i := range aggs {
+		aggs[i] = fmt.Sprint("c-", i)
+	}
+	added := h.add(t, orderEvents(aggs...)...)
+	r := h.join(t, "relay-a", time.Minute)
+	first := r.claim(t, 20)
+	if len(first.Events) != 20 || first.Next == nil {
+		t.Fatalf("first claim: %d events, next %v; want 20 and a cursor", len(first.Events), first.Next)
+	}
+	c, err := h.Store.Claim(ctx, store.ClaimRequest{Ownership: r.own, Limit: 20, Policy: store.OrderHold, After: first.Next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range first.Events {
+		seen[e.ID] = true
+	}
+	for _, e := range c.Events {
+		if seen[e.ID] {
+			t.Fatalf("the continued claim returned %s again", e.ID)
+		}
+		seen[e.ID] = true
+	}
+	if len(c.Events) != 10 || c.Next != nil {
+		t.Errorf("continued claim: %d events, next %v; want the other 10 and no cursor (a short read)", len(c.Events), c.Next)
+	}
+	if len(seen) != len(added) {
+		t.Errorf("the two claims took %d of %d events", len(seen), len(added))
+	}
+	// Nothing settled: starting over returns the first events again.
+	if again := r.claim(t, 20); len(again.Events) != 20 || again.Events[0].ID != first.Events[0].ID {
+		t.Errorf("starting over claimed %v, want the first batch again", ids(again.Events))
+	}
+}

@@ -56,6 +56,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"TakeoverIsFenced", testTakeoverIsFenced},
 		{"ReadyPredecessorOutsideTheWindow", testReadyPredecessorOutsideTheWindow},
 		{"HotAggregateDoesNotFillTheBatch", testHotAggregateDoesNotFillTheBatch},
+		{"ClaimsContinueAfterTheirCursor", testClaimsContinueAfterTheirCursor},
 		{"ConcurrentRelaysDrainInOrder", testConcurrentRelaysDrainInOrder},
 		{"FailureBacksOffQuarantinesAndScrubs", testFailureBacksOffQuarantinesAndScrubs},
 		{"SuccessorsWaitBehindABackoff", testSuccessorsWaitBehindBackoff},
