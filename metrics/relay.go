@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -23,12 +24,13 @@ type Relay struct {
 	attempts        prometheus.Counter
 	failures        *prometheus.CounterVec
 	quarantined     prometheus.Counter
+	configuration   *prometheus.GaugeVec
 }
 
 // NewRelay registers the relay's collectors on reg.
 func NewRelay(reg prometheus.Registerer) *Relay {
 	f := factory{reg}
-	return &Relay{
+	m := &Relay{
 		claims: f.counter("herald_relay_claims_total", "Claims run (including empty ones)."),
 		claimDuration: f.histogram("herald_relay_claim_duration_seconds",
 			"Duration of one claim.", prometheus.ExponentialBuckets(0.0005, 2, 14)),
@@ -52,7 +54,13 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 		failures: f.counterVec("herald_relay_failures_total",
 			"Failed publications by error class.", "class"),
 		quarantined: f.counter("herald_relay_quarantined_total", "Events quarantined by this relay."),
+		configuration: f.gaugeVec("herald_relay_configuration_failure",
+			"1 while a Kafka configuration failure of this class (authentication, tls, authorization, configuration) stops publishing.", "class"),
 	}
+	for _, class := range kafka.ConfigurationClasses() {
+		m.configuration.WithLabelValues(class).Set(0)
+	}
+	return m
 }
 
 // Claimed implements relay.Observer.
@@ -85,6 +93,18 @@ func (m *Relay) Failed(class string, quarantined bool) {
 	m.failures.WithLabelValues(class).Inc()
 	if quarantined {
 		m.quarantined.Inc()
+	}
+}
+
+// ConfigurationFailure implements relay.ConfigurationObserver: class is
+// the failure now stopping publishing, "" when it resumed.
+func (m *Relay) ConfigurationFailure(class string) {
+	for _, c := range kafka.ConfigurationClasses() {
+		v := 0.0
+		if c == class {
+			v = 1
+		}
+		m.configuration.WithLabelValues(c).Set(v)
 	}
 }
 

@@ -31,7 +31,7 @@ func TestClassify(t *testing.T) {
 		{"corrupt message", kerr.CorruptMessage, kafka.ClassInvalidRecord, true},
 		{"invalid timestamp", kerr.InvalidTimestamp, kafka.ClassInvalidRecord, true},
 		{"topic authorization", kerr.TopicAuthorizationFailed, kafka.ClassAuthorization, false},
-		{"sasl authentication", kerr.SaslAuthenticationFailed, kafka.ClassAuthorization, false},
+		{"sasl authentication", kerr.SaslAuthenticationFailed, kafka.ClassAuthentication, false},
 		{"unknown topic", kerr.UnknownTopicOrPartition, kafka.ClassUnknownTopic, false},
 		{"invalid topic", kerr.InvalidTopicException, kafka.ClassConfiguration, false},
 		{"policy violation", kerr.PolicyViolation, kafka.ClassConfiguration, false},

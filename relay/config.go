@@ -44,8 +44,9 @@ type Config struct {
 	// that found events is followed by the next at once. Defaults to 50ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
-	// times, unless the last failure was of class configuration (not the
-	// event's fault). Defaults to 25 (about 1.5 hours of retries).
+	// times. A configuration failure (kafka.IsConfiguration: credentials,
+	// certificates, ACLs, a topic Kafka refuses) is not the event's and
+	// never counts. Defaults to 25 (about 1.5 hours of retries).
 	MaxAttempts int
 	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
 	// to 1s.

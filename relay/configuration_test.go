@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,72 +19,153 @@ import (
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
-// TestConfigurationErrorIsNotTheEventsFault: a route to a topic Kafka
-// refuses to write (an internal topic: INVALID_TOPIC_EXCEPTION) fails with
-// class configuration. The event is not at fault: it is not quarantined,
-// even past MaxAttempts, and it waits for the operator to fix the route.
-// The failure is logged at error level with retry_in as a duration string.
-func TestConfigurationErrorIsNotTheEventsFault(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
-	brokers := testenv.KafkaBrokers(t)
-	ids := testenv.AddEvents(t, d.DB, testenv.OrderEvents("config-1")...)
-
-	producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: brokers, DeliveryTimeout: 10 * time.Second})
+// TestRefusedTopicIsAConfigurationFailure: a route to a topic Kafka
+// refuses to write (an internal topic: INVALID_TOPIC_EXCEPTION, class
+// configuration) is the deployment's fault, not the events': however many
+// times the relay tries, past MaxAttempts, no event is charged an attempt,
+// logged as failed or quarantined. The service reports itself not ready
+// naming the topic, sets herald_relay_configuration_failure{class=
+// "configuration"} and logs the failure once, at error level; once the
+// route is fixed, every event is published in order and the service is
+// ready again.
+func TestRefusedTopicIsAConfigurationFailure(t *testing.T) {
+	e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+	e.preload(t, 40, 4)
+	producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: e.brokers, DeliveryTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	var logs syncBuffer
-	r, err := relay.New(relay.Config{ID: "config-relay", Topics: map[string]string{"order": "__consumer_offsets"},
-		MaxAttempts: 1, BackoffBase: 10 * time.Millisecond, BackoffCap: 20 * time.Millisecond,
-		PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))},
-		mysql.NewStore(d.DB), producer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var attempts int
-	var quarantined bool
-	var class string
-	testenv.WaitFor(t, time.Minute, "three failed attempts, or a quarantine", func() (bool, string) {
-		if err := d.DB.QueryRow(`SELECT attempts, quarantined_at IS NOT NULL, COALESCE(error_class, '')
-			FROM outbox_events WHERE id = ?`, ids[0]).Scan(&attempts, &quarantined, &class); err != nil {
-			t.Fatal(err)
-		}
-		return quarantined || (attempts >= 3 && class != ""), fmt.Sprintf("%d attempts, class %q", attempts, class)
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if quarantined || class != kafka.ClassConfiguration {
-		t.Errorf("after %d attempts (MaxAttempts 1): quarantined %v, class %q; want class %q and not quarantined",
-			attempts, quarantined, class, kafka.ClassConfiguration)
-	}
 
-	failures := 0
+	const refused = "__consumer_offsets"
+	logs := &syncBuffer{}
+	base, stop := startService(t, relay.ServiceConfig{
+		Relay: relay.Config{ID: "refused-topic", Topics: map[string]string{"order": refused},
+			MaxAttempts: 1, BackoffBase: 10 * time.Millisecond, BackoffCap: 20 * time.Millisecond,
+			PollInterval: 10 * time.Millisecond},
+		MetricsAddr: "127.0.0.1:0",
+		Logger:      slog.New(slog.NewJSONHandler(logs, nil)),
+	}, mysql.NewStore(e.db.DB), producer, logs)
+
+	testenv.WaitFor(t, time.Minute, "/readyz reporting the refused topic", func() (bool, string) {
+		code, body := get(base + "/readyz")
+		return code == http.StatusServiceUnavailable &&
+			strings.Contains(body, "kafka configuration failure on topic "+refused), fmt.Sprintf("%d %s", code, body)
+	})
+	// More claims than MaxAttempts allows attempts: the events would be
+	// quarantined by now if they were charged.
+	testenv.WaitFor(t, time.Minute, "the relay retrying", func() (bool, string) {
+		_, metrics := get(base + "/metrics")
+		n := metricValue(metrics, "herald_relay_claims_total")
+		return n >= 5, fmt.Sprintf("%v claims", n)
+	})
+	_, metrics := get(base + "/metrics")
+	if v := metricValue(metrics, `herald_relay_configuration_failure{class="configuration"}`); v != 1 {
+		t.Errorf("herald_relay_configuration_failure{class=\"configuration\"} = %v, want 1", v)
+	}
+	stop()
+
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+		t.Errorf("%d events quarantined for a refused topic", n)
+	}
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_failures"); n > 0 {
+		t.Errorf("%d failures logged against events for a refused topic", n)
+	}
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE attempts > 0"); n > 0 {
+		t.Errorf("%d events were charged an attempt", n)
+	}
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = ?", kafka.ClassConfiguration); n == 0 {
+		t.Error("no event records the configuration failure that stopped it")
+	}
+	stopped := 0
 	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {
 		var line struct {
 			Level, Msg string
 			Class      string `json:"error_class"`
-			RetryIn    any    `json:"retry_in"`
+			Topic      string
 		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil || line.Msg != "publish failed" {
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue
 		}
-		failures++
-		s, isString := line.RetryIn.(string)
-		if _, err := time.ParseDuration(s); !isString || err != nil {
-			t.Errorf("retry_in is %#v, want a duration string such as \"10ms\"", line.RetryIn)
-		}
-		if line.Level != "ERROR" || line.Class != kafka.ClassConfiguration {
-			t.Errorf("logged at %s with class %q, want ERROR and %q", line.Level, line.Class, kafka.ClassConfiguration)
+		switch {
+		case line.Msg == "publish failed" || line.Msg == "relay iteration failed":
+			t.Errorf("the refused topic was reported as %q: %s", line.Msg, sc.Text())
+		case strings.HasPrefix(line.Msg, "publishing stopped by a Kafka configuration failure"):
+			stopped++
+			if line.Level != "ERROR" || line.Class != kafka.ClassConfiguration || line.Topic != refused {
+				t.Errorf("logged at %s, class %q, topic %q; want ERROR, %q, %q",
+					line.Level, line.Class, line.Topic, kafka.ClassConfiguration, refused)
+			}
 		}
 	}
-	if failures == 0 {
-		t.Errorf("no \"publish failed\" line in the log:\n%s", logs.String())
+	if stopped != 1 {
+		t.Errorf("the failure was logged %d times within a minute, want once:\n%s", stopped, logs.String())
 	}
+
+	// The operator fixes the route and restarts the relay.
+	logs = &syncBuffer{}
+	base, stop = startService(t, relay.ServiceConfig{
+		Relay:       relay.Config{ID: "refused-topic", Topics: map[string]string{"order": e.topic}, PollInterval: 10 * time.Millisecond},
+		MetricsAddr: "127.0.0.1:0",
+		Logger:      slog.New(slog.NewJSONHandler(logs, nil)),
+	}, mysql.NewStore(e.db.DB), producer, logs)
+	defer stop()
+	e.waitDrained(t, time.Minute)
+	testenv.WaitFor(t, 30*time.Second, "/readyz ready", func() (bool, string) {
+		code, body := get(base + "/readyz")
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
+	_, metrics = get(base + "/metrics")
+	if v := metricValue(metrics, `herald_relay_configuration_failure{class="configuration"}`); v != 0 {
+		t.Errorf("herald_relay_configuration_failure{class=\"configuration\"} = %v after the fix, want 0", v)
+	}
+	stop()
+	e.verifyTopic(t, nil, nil)
+}
+
+// startService runs a Service until the returned stop is called (stop
+// waits for Run; calling it again does nothing) and returns the base URL
+// of its endpoints.
+func startService(t *testing.T, cfg relay.ServiceConfig, st relay.ServiceStore, producer relay.ServiceProducer, logs *syncBuffer) (base string, stop func()) {
+	t.Helper()
+	svc, err := relay.NewService(cfg, st, producer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	var addr string
+	testenv.WaitFor(t, 30*time.Second, "the service listening", func() (bool, string) {
+		addr = logs.field("relay listening", "metrics_addr")
+		return addr != "", "no \"relay listening\" log yet"
+	})
+	return "http://" + addr, stop
+}
+
+// metricValue returns the value of the series named exactly series (name
+// and labels as exposed) in a scrape, or -1 when it is absent.
+func metricValue(scrape, series string) float64 {
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(scrape)
+	if m == nil {
+		return -1
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }

@@ -59,6 +59,8 @@ type Relay struct {
 	// cursor where the next claim continues (past it); nil starts over.
 	settling *settling
 	cursor   *store.ReadyCursor
+	// config is the Kafka configuration failure publishing is stopped by.
+	config configState
 }
 
 // settling is a clean batch (every event acknowledged) whose marks are
@@ -111,7 +113,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		case err != nil:
 			r.errorStreak++
 			wait = backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
+			if !isConfigurationFailure(err) { // configFailed logs those, once per interval
+				r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
+			}
 		case claimed == 0:
 			// Nothing was ready: look again after the poll interval. A claim
 			// that found anything is followed by the next at once.
@@ -198,6 +202,9 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
+	if err := r.checkConfiguration(ctx); err != nil {
+		return 0, err
+	}
 	claim, err := r.store.Claim(ctx, store.ClaimRequest{
 		Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known, After: r.cursor,
 	})
@@ -207,6 +214,10 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	r.cursor = claim.Next
 	r.cfg.Observer.Claimed(claim)
 	if len(claim.Events) == 0 {
+		if claim.Held == 0 {
+			// Nothing is waiting, so nothing waits for a denied topic.
+			r.configResolved()
+		}
 		return claim.Held, nil
 	}
 	inHand := func() []string {
@@ -235,7 +246,7 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
 	failpoint.HitWithEvents(failpoint.RelayAfterAckBeforeMark, inHand)
 
-	out := r.outcome(results)
+	out, configErr := r.outcome(results)
 	// At most one batch settles in the background.
 	if err := r.awaitSettle(); err != nil {
 		return 0, err
@@ -247,12 +258,12 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 		// produced.
 		r.known.Acknowledged(claim.Events)
 		r.settleInBackground(ctx, claim, out)
-		return len(claim.Events) + claim.Held, nil
+		return len(claim.Events) + claim.Held, r.settledConfiguration(nil, len(out.Published))
 	}
 	if err := r.settle(ctx, claim, out); err != nil {
 		return 0, err
 	}
-	return len(claim.Events) + claim.Held, nil
+	return len(claim.Events) + claim.Held, r.settledConfiguration(configErr, len(out.Published))
 }
 
 // settle records a batch's outcome.
@@ -298,9 +309,11 @@ func (r *Relay) awaitSettle() error {
 	return s.err
 }
 
-// outcome turns per-event results into what Settle records.
-func (r *Relay) outcome(results []Result) store.Outcome {
+// outcome turns per-event results into what Settle records, and returns
+// the first configuration failure among them.
+func (r *Relay) outcome(results []Result) (store.Outcome, *ConfigurationFailure) {
 	var out store.Outcome
+	var configErr *ConfigurationFailure
 	published := map[string]map[int32]int{}
 	for _, res := range results {
 		e := res.Event
@@ -318,14 +331,23 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
 		default:
 			class, fatal := classify(res.Err)
+			if kafka.IsConfiguration(class) {
+				// Not the event's failure (docs/security.md): it is released
+				// with its attempt given back, never quarantined, and the
+				// relay, not the event, backs off.
+				f := &ConfigurationFailure{Class: class, Topic: res.Topic, err: res.Err}
+				if configErr == nil {
+					configErr = f
+				}
+				out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Class: class, Message: f.Error()})
+				continue
+			}
 			retryAfter := backoff.Delay(int(e.Attempts), r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
 			if fatal && suspectClass(class) && !res.Isolated {
 				// Maybe another record's fault: retry soon, alone.
 				fatal, retryAfter = false, r.cfg.BackoffBase
 			}
-			// A configuration error is not the event's fault: it waits for
-			// the operator however many attempts it takes.
-			quarantine := fatal || (int(e.Attempts) >= r.cfg.MaxAttempts && class != kafka.ClassConfiguration)
+			quarantine := fatal || int(e.Attempts) >= r.cfg.MaxAttempts
 			f := store.Failure{
 				EventID: e.ID, Class: class, Message: res.Err.Error(), Quarantine: quarantine,
 				RetryAfter: retryAfter,
@@ -333,7 +355,7 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			out.Failed = append(out.Failed, f)
 			r.cfg.Observer.Failed(class, quarantine)
 			level := slog.LevelWarn
-			if quarantine || class == kafka.ClassConfiguration {
+			if quarantine {
 				level = slog.LevelError
 			}
 			r.log.Log(context.Background(), level, "publish failed",
@@ -347,5 +369,5 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			r.cfg.Observer.Published(topic, p, n)
 		}
 	}
-	return out
+	return out, configErr
 }

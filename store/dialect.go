@@ -173,6 +173,19 @@ type FailureUpdate struct {
 	At time.Time
 }
 
+// ReleaseUpdate is the new state of an event that was claimed but not
+// sent: it waits as Hold says (Hold.Behind is not written: Message names
+// it).
+type ReleaseUpdate struct {
+	EventID string
+	// Hold is when it becomes claimable again.
+	Hold Hold
+	// Class and Message are its error_class and last_error; Message is
+	// scrubbed and cut to LastErrorMaxLen characters.
+	Class   string
+	Message string
+}
+
 // SettleDialect records a batch's outcome. The core runs it in a
 // transaction after LockBuckets, and names only events of buckets the
 // relay still owns (docs/design.md, invariant F1); every update also
@@ -186,9 +199,9 @@ type SettleDialect interface {
 	Fail(ctx context.Context, q Querier, f FailureUpdate) (bool, error)
 	// LogFailure appends the failed attempt to the failure log.
 	LogFailure(ctx context.Context, q Querier, f FailureUpdate, relayID string) error
-	// Release gives back an event that was claimed but not sent: it is held
-	// behind h.Behind.
-	Release(ctx context.Context, q Querier, eventID string, h Hold) (bool, error)
+	// Release gives back an event that was claimed but not sent:
+	// next_attempt_at, error_class and last_error set as r says.
+	Release(ctx context.Context, q Querier, r ReleaseUpdate) (bool, error)
 }
 
 // EventRow is one outbox row as operators see it.

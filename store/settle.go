@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/herald-outbox/herald/internal/redact"
 )
@@ -95,16 +96,12 @@ func (s *Store) Settle(ctx context.Context, c Claim, out Outcome, policy OrderPo
 			if !owned(u.EventID) {
 				continue
 			}
-			if u.Behind == "" {
+			r, write := release(u, holds, now, policy)
+			if !write {
 				touched++ // given up unsent (shutdown): a claim wrote nothing, so nothing to undo
 				continue
 			}
-			h, ok := holds[u.Behind]
-			if !ok || h.Forever && policy == OrderSkipQuarantined {
-				h = Hold{Until: now}
-			}
-			h.Behind = u.Behind
-			ok, err := s.dialect.Release(ctx, tx, u.EventID, h)
+			ok, err := s.dialect.Release(ctx, tx, r)
 			if err != nil {
 				return res, fmt.Errorf("settle: release %s: %w", u.EventID, err)
 			}
@@ -121,4 +118,28 @@ func (s *Store) Settle(ctx context.Context, c Claim, out Outcome, policy OrderPo
 	}
 	res.LostLeases = named - touched
 	return res, nil
+}
+
+// release decides what an unsent event's row says once given back, and
+// whether anything is to be written. One stopped by a configuration failure
+// (Unsent.Class set: the relay's Kafka configuration, docs/security.md) is
+// charged nothing: no attempt, no failure-log row, no backoff of its own
+// (the relay backs off, not the event), never quarantined; its row says
+// what stopped it. One behind a failure waits for it, as long as its retry
+// (for ever behind a quarantine under OrderHold). One a shutdown gave up
+// needs no write: a claim wrote nothing.
+func release(u Unsent, holds map[string]Hold, now time.Time, policy OrderPolicy) (ReleaseUpdate, bool) {
+	if u.Class != "" {
+		return ReleaseUpdate{EventID: u.EventID, Hold: Hold{Until: now}, Class: u.Class,
+			Message: redact.Truncate(redact.Secrets(u.Message), LastErrorMaxLen)}, true
+	}
+	if u.Behind == "" {
+		return ReleaseUpdate{}, false
+	}
+	h, ok := holds[u.Behind]
+	if !ok || h.Forever && policy == OrderSkipQuarantined {
+		h = Hold{Until: now}
+	}
+	h.Behind = u.Behind
+	return ReleaseUpdate{EventID: u.EventID, Hold: h, Class: ErrorClassHeld, Message: HeldMessage(u.Behind)}, true
 }

@@ -92,13 +92,18 @@ type Failure struct {
 }
 
 // Unsent is an event that was claimed but not produced: an earlier event
-// of its aggregate in the same batch failed, or the relay gave the batch up
-// (shutdown).
+// of its aggregate in the same batch failed, the relay gave the batch up
+// (shutdown), or a configuration failure stopped it (not its own fault).
 type Unsent struct {
 	EventID string
 	// Behind is the id of the failed event it waits for; "" when the
 	// batch was given up, and the event is left as it was.
 	Behind string
+	// Class and Message, when Class is set, are the configuration failure
+	// that stopped it (kafka.IsConfiguration): it stays ready, with them as
+	// error_class and last_error, Behind ignored.
+	Class   string
+	Message string
 }
 
 // Outcome is what happened to a claimed batch.

@@ -33,6 +33,19 @@ Settings come from the environment:
 
   HERALD_MYSQL_DSN                  database (default herald:herald@tcp(127.0.0.1:3306)/herald)
   HERALD_KAFKA_BROKERS              seed brokers, comma-separated (default 127.0.0.1:9092)
+  HERALD_KAFKA_TLS                  true: TLS with the system roots or HERALD_KAFKA_TLS_CA_FILE (default false)
+  HERALD_KAFKA_TLS_CA_FILE, HERALD_KAFKA_TLS_CERT_FILE, HERALD_KAFKA_TLS_KEY_FILE,
+  HERALD_KAFKA_TLS_SERVER_NAME      CA, client certificate and key (mutual TLS), server name
+  HERALD_KAFKA_SASL_MECHANISM       PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default none)
+  HERALD_KAFKA_SASL_USERNAME, HERALD_KAFKA_SASL_PASSWORD_FILE, HERALD_KAFKA_SASL_PASSWORD
+                                    SASL user and its password (a file, or the variable);
+                                    each HERALD_KAFKA_* setting is herald's --kafka-* flag (docs/security.md)
+  HERALD_MYSQL_TLS                  verify-identity, verify-ca or skip-verify (default none,
+                                    verify-identity with a CA file), as herald's --mysql-tls
+  HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
+  HERALD_MYSQL_TLS_SERVER_NAME      the database's CA, client certificate and key, server name
+  HERALD_MYSQL_PASSWORD_FILE, HERALD_MYSQL_PASSWORD
+                                    the database password (a file, or the variable), replacing the DSN's
   HERALD_INVENTORY_TOPICS           topics, comma-separated (default orders.v1)
   HERALD_INVENTORY_CONSUMER         inbox consumer name (default inventory)
   HERALD_INVENTORY_GROUP            Kafka consumer group (default the consumer name)
@@ -80,7 +93,11 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	db, err := mysql.Open(ctx, env.DSN)
+	kafkaOpts, err := env.Kafka.Options()
+	if err != nil {
+		return fmt.Errorf("kafka security (HERALD_KAFKA_*): %w", err)
+	}
+	db, err := mysql.OpenWith(ctx, env.DSN, env.MySQL)
 	if err != nil {
 		return err
 	}
@@ -97,6 +114,7 @@ func run(log *slog.Logger) error {
 	}
 	cfg := env.Config
 	cfg.DB = db
+	cfg.KafkaOptions = kafkaOpts
 	cfg.Logger = log
 	stopMetrics, err := serveMetrics(ctx, &cfg, log)
 	if err != nil {
@@ -125,7 +143,7 @@ func serveMetrics(ctx context.Context, cfg *stock.Config, log *slog.Logger) (sto
 	if len(topics) == 0 {
 		topics = []string{contract.TopicOrdersDefault}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.KafkaOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka admin client: %w", err)
 	}

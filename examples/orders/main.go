@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -34,6 +35,12 @@ Settings come from the environment:
 
   HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
   HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
+  HERALD_MYSQL_TLS              verify-identity, verify-ca or skip-verify: TLS to the database, as
+                                herald's --mysql-tls (default none, verify-identity with a CA file)
+  HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
+  HERALD_MYSQL_TLS_SERVER_NAME  its CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE    file holding the database password, replacing the DSN's
+  HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
   HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
   HERALD_FAILPOINTS             crash drills, e.g. orders.after_commit=crash (default none)
 
@@ -73,7 +80,7 @@ func run() int {
 		return 2
 	}
 
-	db, err := mysql.Open(ctx, dsn)
+	db, err := mysql.OpenWith(ctx, dsn, connenv.MySQL(os.Getenv))
 	if err != nil {
 		log.Error("open database", "error", err.Error())
 		return 1

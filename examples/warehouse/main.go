@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -25,6 +26,13 @@ Settings come from the environment:
   HERALD_WAREHOUSE_MYSQL_DSN  its database (default HERALD_MYSQL_DSN, then
                               herald:herald@tcp(127.0.0.1:3306)/herald)
   HERALD_MYSQL_DSN            the database when HERALD_WAREHOUSE_MYSQL_DSN is unset
+  HERALD_MYSQL_TLS            verify-identity, verify-ca or skip-verify: TLS to the database, as
+                              herald's --mysql-tls (default none, verify-identity with a CA file)
+  HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
+  HERALD_MYSQL_TLS_SERVER_NAME
+                              its CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE  file holding the database password, replacing the DSN's
+  HERALD_MYSQL_PASSWORD       the password itself (when no file is given)
   HERALD_LOG_LEVEL            debug, info (default), warn or error
 
 It applies its own migrations at start, logs JSON to stderr, and on SIGTERM
@@ -47,7 +55,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	env := server.EnvFrom(os.Getenv)
-	db, err := mysql.Open(ctx, env.DSN)
+	db, err := mysql.OpenWith(ctx, env.DSN, connenv.MySQL(os.Getenv))
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,10 @@ Needs the servers (make up) and the binaries (make build); make demo does all
 three.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := kf.validate(); err != nil {
+			if _, err := kf.options(); err != nil {
+				return err
+			}
+			if err := db.check(); err != nil {
 				return err
 			}
 			if cfg.Duration <= 0 {
@@ -49,6 +52,7 @@ three.`,
 				cfg.RunDir = filepath.Join(os.TempDir(), "herald-demo-"+time.Now().Format("20060102-150405"))
 			}
 			cfg.MySQLDSN, cfg.Brokers, cfg.Out = db.dsn, kf.brokers, cmd.OutOrStdout()
+			cfg.Kafka, cfg.MySQL = kf.security(), db.options()
 			if f, ok := cmd.OutOrStdout().(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 					cfg.Live = true

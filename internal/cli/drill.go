@@ -76,7 +76,10 @@ stop or start as $1), or those drills are skipped.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--drill: %w", err)}
 			}
-			if err := kf.validate(); err != nil {
+			if _, err := kf.options(); err != nil {
+				return err
+			}
+			if err := db.check(); err != nil {
 				return err
 			}
 			if cfg.BinDir == "" {
@@ -91,6 +94,7 @@ stop or start as $1), or those drills are skipped.`,
 				report = filepath.Join(cfg.RunDir, "report.json")
 			}
 			cfg.MySQLDSN, cfg.Brokers, cfg.Out = db.dsn, kf.brokers, out
+			cfg.Kafka, cfg.MySQL = kf.security(), db.options()
 			cfg.Command = commandLine(os.Args)
 			rep, err := drill.Run(cmd.Context(), cfg, drills)
 			if err != nil {

@@ -72,7 +72,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			ctx := cmd.Context()
 			// Every problem of the command line is reported at once.
 			problems := refuseZero(cmd, env, relayNoZeroFlags)
-			if err := kf.validate(); err != nil {
+			kafkaOpts, err := kf.options()
+			if err != nil {
 				problems = append(problems, err.Error())
 			}
 			svc.Relay.OrderPolicy = store.OrderPolicy(orderPolicy)
@@ -120,7 +121,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				MaxRecordBytes: maxRecord,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
-				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger,
+				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
 			})
 			if err != nil {
 				return err
@@ -131,7 +132,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			if err != nil {
 				return err
 			}
-			logger.Info("relay connecting", "mysql", mysql.Address(db.dsn), "kafka_brokers", strings.Join(kf.brokers, ","))
+			logger.Info("relay connecting", "mysql", mysql.Address(db.dsn), "mysql_tls", db.opts.Mode(),
+				"kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
 			err = s.Run(ctx)
 			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
 				return fmt.Errorf("--metrics-addr %s: %w", svc.MetricsAddr, err)

@@ -82,6 +82,12 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 					return usageError{fmt.Errorf("--suffix: the replay topic of %s: %w", live, err)}
 				}
 			}
+			// Settings that can never work stop the command before it
+			// touches the database or Kafka.
+			kafkaOpts, err := kf.options()
+			if err != nil {
+				return err
+			}
 			conn, err := db.open(ctx)
 			if err != nil {
 				return err
@@ -115,7 +121,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 				}
 			}
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay",
-				MaxRecordBytes: maxRecord})
+				MaxRecordBytes: maxRecord, ClientOptions: kafkaOpts})
 			if err != nil {
 				return err
 			}

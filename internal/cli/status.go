@@ -59,6 +59,11 @@ command exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// Kafka's answer is reported, not required, but settings that
+			// can never work are the operator's to fix first.
+			if _, err := kf.options(); err != nil {
+				return err
+			}
 			if len(topics) == 0 {
 				routes, defaultTopic, err := routing.parse()
 				if err != nil {

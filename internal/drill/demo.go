@@ -13,6 +13,9 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Defaults of DemoConfig's fields.
@@ -32,6 +35,10 @@ type DemoConfig struct {
 	MySQLDSN string
 	Brokers  []string
 	RunDir   string
+	// Kafka and MySQL are the connection settings, as in Config.
+	// Default to plaintext and none.
+	Kafka kafka.Security
+	MySQL mysql.ConnOptions
 	// DBPrefix names the databases PREFIXorders, PREFIXinventory and
 	// PREFIXwarehouse, recreated at every run and left afterwards for
 	// `herald status`. Defaults to "herald_demo_".
@@ -72,7 +79,8 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 		dc.Out = io.Discard
 	}
 	cfg := Config{
-		BinDir: dc.BinDir, MySQLDSN: dc.MySQLDSN, Brokers: dc.Brokers, RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
+		BinDir: dc.BinDir, MySQLDSN: dc.MySQLDSN, Brokers: dc.Brokers, Kafka: dc.Kafka, MySQL: dc.MySQL,
+		RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
 		Rate: dc.Rate, Out: dc.Out,
 	}.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -157,7 +165,7 @@ loop:
 	vctx, cancelVerify := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelVerify()
 	v, err := Verify(vctx, VerifyInput{
-		OrdersDB: p.ordersDB, InventoryDB: p.invDB, WarehouseDB: p.wareDB, Brokers: cfg.Brokers, Topic: p.topic,
+		OrdersDB: p.ordersDB, InventoryDB: p.invDB, WarehouseDB: p.wareDB, Brokers: cfg.Brokers, Kafka: cfg.Kafka, Topic: p.topic,
 		Consumer: ConsumerName, RolledBackOrders: res.RolledBackIDs, InitialStock: InitialStock,
 	})
 	if err != nil {

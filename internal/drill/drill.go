@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Defaults of Config's fields.
@@ -47,6 +50,12 @@ type Config struct {
 	MySQLDSN string
 	// Brokers are Kafka's seed brokers. Required.
 	Brokers []string
+	// Kafka is how every Kafka client of the drill connects: its own, the
+	// relays, the inventory consumer and kcat. Defaults to plaintext.
+	Kafka kafka.Security
+	// MySQL are the options of every database connection of the drill and
+	// its services (TLS, the password). Defaults to none.
+	MySQL mysql.ConnOptions
 	// RunDir receives one folder of logs per drill. Required.
 	RunDir string
 	// DBPrefix starts the names of the drills' databases and topics:

@@ -232,7 +232,7 @@ func runDrill(ctx context.Context, cfg Config, d Drill) (dr DrillReport) {
 	verifyCtx, cancelVerify := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelVerify()
 	v, err := Verify(verifyCtx, VerifyInput{
-		OrdersDB: p.ordersDB, InventoryDB: p.invDB, WarehouseDB: p.wareDB, Brokers: cfg.Brokers, Topic: p.topic,
+		OrdersDB: p.ordersDB, InventoryDB: p.invDB, WarehouseDB: p.wareDB, Brokers: cfg.Brokers, Kafka: cfg.Kafka, Topic: p.topic,
 		Consumer: ConsumerName, RolledBackOrders: r.loadRes.RolledBackIDs, InitialStock: InitialStock,
 	})
 	if err != nil {

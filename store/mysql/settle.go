@@ -41,10 +41,10 @@ func (Dialect) LogFailure(ctx context.Context, q store.Querier, f store.FailureU
 }
 
 // Release implements store.SettleDialect.
-func (Dialect) Release(ctx context.Context, q store.Querier, eventID string, h store.Hold) (bool, error) {
+func (Dialect) Release(ctx context.Context, q store.Querier, r store.ReleaseUpdate) (bool, error) {
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
 		SET next_attempt_at = ?, error_class = ?, last_error = ?
 		WHERE id = ? AND published_at IS NULL`,
-		holdUntil(h), store.ErrorClassHeld, store.HeldMessage(h.Behind), eventID))
+		holdUntil(r.Hold), r.Class, r.Message, r.EventID))
 	return n > 0, err
 }

@@ -141,3 +141,57 @@ func testShutdownRelease(t *testing.T, h Harness) {
 		t.Errorf("released event is on attempt %d, want 1 (the unsent attempt given back)", b.Events[0].Attempts)
 	}
 }
+
+// testConfigurationRelease: an event stopped by a configuration failure
+// (Unsent with a Class: the relay's credentials or an ACL, not the event)
+// is charged nothing: no attempt is counted, no failure is logged, it
+// is not quarantined and is claimable again at once, its row saying what
+// stopped it, scrubbed. The event behind it in the batch comes back with it.
+func testConfigurationRelease(t *testing.T, h Harness) {
+	added := h.add(t, orderEvents("c", "c", "d")...)
+	r := h.join(t, "relay-a", time.Minute)
+	a := r.claim(t, 100)
+	if len(a.Events) != 3 {
+		t.Fatalf("claimed %d, want 3", len(a.Events))
+	}
+	msg := "TOPIC_AUTHORIZATION_FAILED: Not authorized to access topics; sasl_password=kafka-secret " + strings.Repeat("é", 1200)
+	res := r.settle(t, a, store.Outcome{
+		Published: []string{added[2]},
+		Unsent: []store.Unsent{
+			{EventID: added[0], Class: "authorization", Message: msg},
+			{EventID: added[1], Behind: added[0]},
+		},
+	})
+	if res.Published != 1 || res.Quarantined != 0 || res.LostLeases != 0 {
+		t.Errorf("settle: %+v", res)
+	}
+	now := h.now(t)
+
+	d := h.show(t, added[0])
+	if d.Attempts != 0 || len(d.Failures) != 0 || d.State == store.StateQuarantined || d.ErrorClass != "authorization" {
+		t.Errorf("event stopped by a configuration failure: attempts %d, %d failures logged, state %s, class %q; "+
+			"want no attempt, no failure, not quarantined, class authorization",
+			d.Attempts, len(d.Failures), d.State, d.ErrorClass)
+	}
+	if d.NextAttemptAt == nil || d.NextAttemptAt.After(now) {
+		t.Errorf("it is claimable at %v, want at once (before %v)", d.NextAttemptAt, now)
+	}
+	if !strings.Contains(d.LastError, "TOPIC_AUTHORIZATION_FAILED") || strings.Contains(d.LastError, "kafka-secret") {
+		t.Errorf("last_error %q: want the failure, scrubbed", d.LastError[:120])
+	}
+	if n := len([]rune(d.LastError)); n != store.LastErrorMaxLen {
+		t.Errorf("last_error has %d characters, want it cut to %d", n, store.LastErrorMaxLen)
+	}
+	if behind := h.show(t, added[1]); behind.Attempts != 0 || len(behind.Failures) != 0 {
+		t.Errorf("event behind it: attempts %d, %d failures; want its attempt given back and nothing logged",
+			behind.Attempts, len(behind.Failures))
+	}
+
+	b := r.claim(t, 100)
+	if got := strings.Join(ids(b.Events), ","); got != added[0]+","+added[1] {
+		t.Fatalf("after the release claimed %v, want both events of the aggregate in order", ids(b.Events))
+	}
+	if b.Events[0].Attempts != 1 {
+		t.Errorf("released event is on attempt %d, want 1", b.Events[0].Attempts)
+	}
+}

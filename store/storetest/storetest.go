@@ -62,6 +62,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"SuccessorsWaitBehindABackoff", testSuccessorsWaitBehindBackoff},
 		{"OrderPolicies", testOrderPolicies},
 		{"ShutdownReleaseGivesTheAttemptBack", testShutdownRelease},
+		{"ConfigurationFailureChargesNothing", testConfigurationRelease},
 		{"QuarantineRetryReleasesHeldEventsInOrder", testQuarantineRetry},
 		{"DiscardNeedsReasonAndIsAudited", testDiscard},
 		{"QuarantineListFilters", testQuarantineListFilters},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/testenv"
 )
 
@@ -64,14 +66,19 @@ func run(t *testing.T, path string, args ...string) (stdout, stderr string, code
 // -h) with its settings on stdout and exits 0 without touching a server;
 // an unknown flag or an argument is an error (exit 2) naming it.
 func TestExampleBinariesAnswerHelp(t *testing.T) {
+	// orders and warehouse read the database's TLS and password settings
+	// with connenv.MySQL (inventory's EnvFrom reads them itself).
+	mysqlVars := readBy(func(g func(string) string) { connenv.MySQL(g) })
 	tests := []struct {
 		pkg      string
 		settings []string
 	}{
-		{"./examples/orders", []string{"HERALD_ORDERS_ADDR", "HERALD_MYSQL_DSN", "HERALD_ORDERS_TEST_ROLLBACKS", "HERALD_FAILPOINTS"}},
+		{"./examples/orders", slices.Concat(mysqlVars,
+			[]string{"HERALD_ORDERS_ADDR", "HERALD_MYSQL_DSN", "HERALD_ORDERS_TEST_ROLLBACKS", "HERALD_FAILPOINTS"})},
 		{"./examples/inventory", append(readBy(func(g func(string) string) { stock.EnvFrom(g) }),
 			"HERALD_LOG_LEVEL", "HERALD_FAILPOINTS")},
-		{"./examples/warehouse", append(readBy(func(g func(string) string) { server.EnvFrom(g) }), "HERALD_LOG_LEVEL")},
+		{"./examples/warehouse", slices.Concat(readBy(func(g func(string) string) { server.EnvFrom(g) }),
+			mysqlVars, []string{"HERALD_LOG_LEVEL"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Env is the inventory binary's configuration, read from HERALD_*
@@ -15,6 +17,12 @@ import (
 type Env struct {
 	// DSN is the inventory's database.
 	DSN string
+	// MySQL are the database connection's TLS and password settings
+	// (connenv: HERALD_MYSQL_TLS*, HERALD_MYSQL_PASSWORD[_FILE]).
+	MySQL mysql.ConnOptions
+	// Kafka is how the consumer connects to Kafka (connenv:
+	// HERALD_KAFKA_TLS*, HERALD_KAFKA_SASL_*).
+	Kafka kafka.Security
 	// Seed is the stock created at start for SKUs that have none.
 	Seed map[string]int64
 	// Config is the service's configuration, without DB.
@@ -37,6 +45,11 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	if v := getenv("HERALD_MYSQL_DSN"); v != "" {
 		e.DSN = v
 	}
+	e.MySQL = connenv.MySQL(getenv)
+	var err error
+	if e.Kafka, err = connenv.Kafka(getenv); err != nil {
+		return Env{}, err
+	}
 	c := &e.Config
 	c.Brokers = localstack.SplitBrokers(localstack.KafkaBrokersDefault)
 	if v := getenv("HERALD_KAFKA_BROKERS"); v != "" {
@@ -55,7 +68,6 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	c.WarehouseURL = getenv("HERALD_WAREHOUSE_URL")
 	c.Addr = getenv("HERALD_INVENTORY_ADDR")
 
-	var err error
 	parse := func(name string, fn func(string) error) {
 		if v := getenv(name); v != "" && err == nil {
 			if perr := fn(v); perr != nil {
