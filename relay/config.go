@@ -15,8 +15,8 @@ import (
 // Defaults of Config's fields.
 const (
 	BatchSizeDefault       = 500
-	LeaseDefault           = 30 * time.Second
-	PollIntervalDefault    = 250 * time.Millisecond
+	LeaseDefault           = 10 * time.Second
+	PollIntervalDefault    = 50 * time.Millisecond
 	MaxAttemptsDefault     = 25
 	BackoffBaseDefault     = time.Second
 	BackoffCapDefault      = 300 * time.Second
@@ -30,17 +30,18 @@ var TopicsDefault = map[string]string{"order": "orders.v1"}
 // Config shapes a Relay. Zero fields take their defaults; Validate reports
 // every invalid field at once.
 type Config struct {
-	// ID names this relay in locked_by and in logs; it must be unique among
-	// running relays. Defaults to "<hostname>-<pid>".
+	// ID names this relay in the bucket table and in logs; it must be
+	// unique among running relays. Defaults to "<hostname>-<pid>".
 	ID string
 	// BatchSize is the most events one claim takes. Defaults to 500.
 	BatchSize int
-	// Lease is how long claimed events belong to this relay before another
-	// may take them over. Publishing a batch is bounded by it. Defaults to
-	// 30s.
+	// Lease is how long the relay's buckets stay its own without renewal
+	// (it renews them every third of it): after a crash, the other relays
+	// take them over within about one lease. Publishing a batch is bounded
+	// by it. Defaults to 10s.
 	Lease time.Duration
-	// PollInterval is the wait after a claim that found less than a full
-	// batch. Defaults to 250ms.
+	// PollInterval is the wait after a claim that found nothing; a claim
+	// that found events is followed by the next at once. Defaults to 50ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
 	// times. A configuration failure (kafka.IsConfiguration: credentials,

@@ -39,11 +39,11 @@ func TestQuarantineCommands(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	st := mysql.NewStore(d.DB)
 	ids := testenv.AddEvents(t, d.DB, testenv.OrderEvents("7", "7")...)
-	c, err := st.Claim(context.Background(), store.ClaimRequest{RelayID: "r", Limit: 10, Lease: time.Minute, Policy: store.OrderHold})
-	if err != nil || len(c.Events) != 2 {
-		t.Fatalf("claim: %v, %d events", err, len(c.Events))
+	c := testenv.Claim(t, st, "r", time.Minute, 10)
+	if len(c.Events) != 2 {
+		t.Fatalf("claimed %d events, want 2", len(c.Events))
 	}
-	if _, err := st.Settle(context.Background(), c.Lease, store.Outcome{
+	if _, err := st.Settle(context.Background(), c, store.Outcome{
 		Failed: []store.Failure{{EventID: ids[0], Class: "too_large", Message: "MESSAGE_TOO_LARGE", Quarantine: true}},
 		Unsent: []store.Unsent{{EventID: ids[1], Behind: ids[0]}},
 	}, store.OrderHold); err != nil {

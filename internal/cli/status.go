@@ -14,10 +14,21 @@ import (
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
+// relayStatus is a relay that owns buckets (docs/design.md, section 4.1).
+type relayStatus struct {
+	RelayID string `json:"relay_id"`
+	Buckets int    `json:"buckets"`
+	// LeaseLeft is the time until its earliest bucket lease ends unless
+	// renewed; negative when it ended (the relay stopped renewing).
+	LeaseLeft time.Duration `json:"lease_left_ns"`
+}
+
 // statusReport is `herald status --json`.
 type statusReport struct {
 	At          time.Time                `json:"at"`
 	Backlog     store.Backlog            `json:"backlog"`
+	Relays      []relayStatus            `json:"relays"`
+	FreeBuckets int                      `json:"free_buckets"`
 	Quarantined []store.QuarantinedEvent `json:"quarantined"`
 	Partitions  []kafka.PartitionOffset  `json:"partitions,omitempty"`
 	Lag         []kafka.PartitionLag     `json:"consumer_lag,omitempty"`
@@ -72,6 +83,9 @@ command exits 1.`,
 			if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
 				return err
 			}
+			if rep.Relays, rep.FreeBuckets, err = relayStatuses(ctx, st); err != nil {
+				return err
+			}
 			if rep.Quarantined, err = st.ListQuarantined(ctx, store.QuarantineFilter{Limit: 10}); err != nil {
 				return err
 			}
@@ -123,19 +137,60 @@ func kafkaStatus(ctx context.Context, kf *kafkaFlags, topics, groups []string, r
 	return err
 }
 
+// relayStatuses groups the bucket table by owner.
+func relayStatuses(ctx context.Context, st *store.Store) ([]relayStatus, int, error) {
+	now, leases, err := st.Buckets(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	byOwner := map[string]*relayStatus{}
+	free := store.BucketCount - len(leases) // rows not created yet: no relay ever ran
+	for _, l := range leases {
+		if l.Owner == "" {
+			free++
+			continue
+		}
+		r := byOwner[l.Owner]
+		if r == nil {
+			r = &relayStatus{RelayID: l.Owner, LeaseLeft: l.Expires.Sub(now)}
+			byOwner[l.Owner] = r
+		}
+		r.Buckets++
+		r.LeaseLeft = min(r.LeaseLeft, l.Expires.Sub(now))
+	}
+	out := []relayStatus{}
+	for _, r := range byOwner {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RelayID < out[j].RelayID })
+	return out, free, nil
+}
+
 func printStatus(cmd *cobra.Command, rep statusReport) {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	b := rep.Backlog
 	fmt.Fprintf(w, "herald status at %s\n\n", rep.At.Format(time.RFC3339))
 	fmt.Fprintln(w, "OUTBOX BACKLOG\tEVENTS\tOLDEST")
 	fmt.Fprintf(w, "  ready (claimable)\t%d\t%s waiting\n", b.Ready, age(b.OldestReadyAge))
-	fmt.Fprintf(w, "  leased (in flight)\t%d\t\n", b.Leased)
 	fmt.Fprintf(w, "  backing off\t%d\t\n", b.BackingOff)
 	fmt.Fprintf(w, "  held behind their aggregate\t%d\t%d aggregate(s)\n", b.Held, b.HeldAggregates)
-	fmt.Fprintf(w, "  (oldest of leased/backing off/held)\t\t%s old\n", age(b.OldestParkedAge))
+	fmt.Fprintf(w, "  (oldest of backing off/held)\t\t%s old\n", age(b.OldestParkedAge))
 	fmt.Fprintf(w, "  quarantined\t%d\t%s old\n", b.Quarantined, age(b.OldestQuarantinedAge))
 	fmt.Fprintf(w, "  discarded\t%d\t\n", b.Discarded)
 	fmt.Fprintf(w, "  published in the last hour\t%d\t\n\n", b.PublishedLastHour)
+
+	fmt.Fprintln(w, "RELAYS\tBUCKETS\tLEASE")
+	for _, r := range rep.Relays {
+		lease := "renewed, " + r.LeaseLeft.Round(time.Second).String() + " left"
+		if r.LeaseLeft <= 0 {
+			lease = "EXPIRED " + (-r.LeaseLeft).Round(time.Second).String() + " ago: taken over at the next turn"
+		}
+		fmt.Fprintf(w, "  %s\t%d\t%s\n", r.RelayID, r.Buckets, lease)
+	}
+	if rep.FreeBuckets > 0 {
+		fmt.Fprintf(w, "  (no relay)\t%d\tnobody claims these buckets' events\n", rep.FreeBuckets)
+	}
+	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "FAILURES IN THE LAST HOUR\tATTEMPTS\t")
 	if len(b.FailuresLastHour) == 0 {
