@@ -120,6 +120,9 @@ type ClaimDialect interface {
 	// locking them. last is the position of the last row read (zero when
 	// none was).
 	ReadReady(ctx context.Context, q Querier, r ReadyRequest) (events []Event, last ReadyCursor, err error)
+	// BucketOf is an aggregate's bucket, as the dialect's SQL computes it
+	// (a change stream reads events without the database's help).
+	BucketOf(aggregateType, aggregateID string) int
 	// ReadEvents reads those of ids that are still ready, as ReadReady
 	// does.
 	ReadEvents(ctx context.Context, q Querier, ids []string) ([]Event, error)

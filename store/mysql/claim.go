@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"hash/crc32"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -11,8 +12,8 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// BucketExpr is an aggregate's bucket (docs/design.md, section 4.1).
-// Exported for tests that EXPLAIN ClaimQuery.
+// BucketExpr is an aggregate's bucket (docs/design.md, section 4.1), as
+// BucketOf computes it. Exported for tests that EXPLAIN ClaimQuery.
 var BucketExpr = fmt.Sprintf("MOD(CRC32(CONCAT(aggregate_type, 0x00, aggregate_id)), %d)", store.BucketCount)
 
 // readyColumns are the columns of a claimed event, in scan order.
@@ -28,6 +29,12 @@ FROM outbox_events FORCE INDEX (idx_ready)
 WHERE published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)%s
 ORDER BY next_attempt_at, occurred_at, id
 LIMIT ?`
+
+// BucketOf implements store.ClaimDialect: MariaDB's and MySQL's CRC32 is
+// the IEEE polynomial's, over the UTF-8 bytes BucketExpr concatenates.
+func (Dialect) BucketOf(aggregateType, aggregateID string) int {
+	return int(crc32.ChecksumIEEE([]byte(aggregateType+"\x00"+aggregateID)) % store.BucketCount)
+}
 
 // ReadReady implements store.ClaimDialect.
 func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {

@@ -31,6 +31,11 @@ func testClaimWritesNothing(t *testing.T, h Harness) {
 	if strings.Join(got, ",") != "1#1,1#2,2#1,3#1" {
 		t.Fatalf("claimed %v, want the chain 1#1,1#2 then 2#1, 3#1", got)
 	}
+	for _, e := range c.Events {
+		if want := h.Store.Dialect().BucketOf(e.AggregateType, e.AggregateID); e.Bucket != want {
+			t.Errorf("event %s of %s/%s claimed with bucket %d, but BucketOf says %d", e.ID, e.AggregateType, e.AggregateID, e.Bucket, want)
+		}
+	}
 	e := c.Events[0]
 	if e.ID != added[0] || e.Attempts != 1 || e.AggregateType != "order" || e.EventType != "order.created" ||
 		e.SchemaVersion != 1 || string(e.Payload) != `{"n":0}` || e.Bucket < 0 || e.Bucket >= store.BucketCount {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // outboxTable is the table the reader decodes.
@@ -119,7 +120,7 @@ func (ix *columnIndex) event(row []any) (store.Event, error) {
 		if err != nil {
 			return e, fmt.Errorf("event %s: %w", e.ID, err)
 		}
-		// As the claim does (store/mysql LockReady): one JSON object of
+		// As the claim does (store/mysql ReadReady): one JSON object of
 		// strings.
 		if err := json.Unmarshal(raw, &e.Headers); err != nil {
 			return e, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
@@ -128,6 +129,7 @@ func (ix *columnIndex) event(row []any) (store.Event, error) {
 	if e.OccurredAt, err = asTime(row[ix.at[colOccurredAt]], columnNames[colOccurredAt]); err != nil {
 		return e, fmt.Errorf("event %s: %w", e.ID, err)
 	}
+	e.Bucket = mysql.Dialect{}.BucketOf(e.AggregateType, e.AggregateID)
 	return e, nil
 }
 

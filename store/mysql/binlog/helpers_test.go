@@ -200,24 +200,24 @@ func expectQuiet(t testing.TB, r *binlog.Reader, wait time.Duration) {
 }
 
 // claimAll claims every ready event of db through the polling path's store
-// and returns them by id.
+// (one claim, as a relay owning every bucket) and returns them by id.
 func claimAll(t testing.TB, db *sql.DB) map[string]store.Event {
 	t.Helper()
 	st := mysql.NewStore(db)
-	out := map[string]store.Event{}
-	for {
-		c, err := st.Claim(context.Background(), store.ClaimRequest{RelayID: "golden", Limit: 100, Lease: time.Hour,
-			Policy: store.OrderHold})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(c.Events) == 0 {
-			return out
-		}
-		for _, e := range c.Events {
-			out[e.ID] = e
-		}
+	ctx := context.Background()
+	rb, err := st.Rebalance(ctx, store.RebalanceRequest{RelayID: "golden", Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
 	}
+	c, err := st.Claim(ctx, store.ClaimRequest{Ownership: rb.Ownership, Limit: 100_000, Policy: store.OrderHold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]store.Event{}
+	for _, e := range c.Events {
+		out[e.ID] = e
+	}
+	return out
 }
 
 // rootExec runs statements as MariaDB's root over the stack's socket
