@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,12 @@ type Relay struct {
 	held            prometheus.Counter
 	bucketsOwned    prometheus.Gauge
 	takeovers       prometheus.Counter
+	streamLeader    prometheus.Gauge
+	streamEvents    prometheus.Counter
+	handedOver      prometheus.Counter
+	streamLag       *prometheus.GaugeVec
+	checkpointAt    atomic.Int64 // unix nanoseconds of the last checkpoint, 0 before one
+	delivery        *prometheus.HistogramVec
 	lostLeases      prometheus.Counter
 	published       *prometheus.CounterVec
 	publishDuration prometheus.Histogram
@@ -42,6 +49,17 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 			"Buckets this relay owns (of 64): it claims only their events."),
 		takeovers: f.counter("herald_relay_bucket_takeovers_total",
 			"Buckets this relay took over from a relay whose lease had expired (died, hung or lost the database)."),
+		streamLeader: f.gauge("herald_relay_stream_leader",
+			"1 while this relay leads the binlog stream, else 0."),
+		streamEvents: f.counter("herald_relay_stream_events_total",
+			"Events this relay read from the binlog stream while it led."),
+		handedOver: f.counter("herald_relay_stream_handed_over_total",
+			"Stream events handed to the polling path (held behind an earlier event that is not done)."),
+		streamLag: f.gaugeVec("herald_relay_stream_lag",
+			"How far the binlog stream is behind the server's head, by unit: seconds, bytes (-1 when unknown).", "unit"),
+		delivery: f.histogramVec("herald_relay_delivery_delay_seconds",
+			"From an event's occurred_at to Kafka's acknowledgement, by source: poll or stream.",
+			prometheus.ExponentialBuckets(0.001, 2, 18), "source"),
 		lostLeases: f.counter("herald_relay_lost_leases_total",
 			"Events this relay could not settle because another relay had taken over their bucket."),
 		published: f.counterVec("herald_relay_published_total",
@@ -60,6 +78,15 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 	for _, class := range kafka.ConfigurationClasses() {
 		m.configuration.WithLabelValues(class).Set(0)
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_relay_stream_checkpoint_age_seconds",
+		Help: "Time since this relay last moved the binlog stream's checkpoint (0 before it did)."},
+		func() float64 {
+			at := m.checkpointAt.Load()
+			if at == 0 {
+				return 0
+			}
+			return time.Since(time.Unix(0, at)).Seconds()
+		}))
 	return m
 }
 
@@ -75,6 +102,27 @@ func (m *Relay) Claimed(c store.Claim) {
 func (m *Relay) Rebalanced(rb store.Rebalance) {
 	m.bucketsOwned.Set(float64(len(rb.Ownership.Buckets)))
 	m.takeovers.Add(float64(rb.TakenOver))
+	if rb.Leading {
+		m.streamLeader.Set(1)
+	} else {
+		m.streamLeader.Set(0)
+	}
+}
+
+// Streamed implements relay.StreamObserver.
+func (m *Relay) Streamed(events, handedOver int, lagBytes int64, lagSeconds float64) {
+	m.streamEvents.Add(float64(events))
+	m.handedOver.Add(float64(handedOver))
+	m.streamLag.WithLabelValues("seconds").Set(lagSeconds)
+	m.streamLag.WithLabelValues("bytes").Set(float64(lagBytes))
+}
+
+// Checkpointed implements relay.StreamObserver.
+func (m *Relay) Checkpointed(at time.Time) { m.checkpointAt.Store(at.UnixNano()) }
+
+// Delivered implements relay.DeliveryObserver.
+func (m *Relay) Delivered(source string, delay time.Duration) {
+	m.delivery.WithLabelValues(source).Observe(delay.Seconds())
 }
 
 // Published implements relay.Observer.

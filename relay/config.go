@@ -67,6 +67,11 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the relay's logs. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Stream, when set, makes the relay a binlog relay: it competes for the
+	// stream lease and, while it leads, publishes the change stream's
+	// events as they are committed (docs/design.md, section 9). Defaults to
+	// nil: the relay polls.
+	Stream StreamSource
 	// Observer is told about claims, publications and failures (metrics).
 	// Defaults to none.
 	Observer Observer

@@ -31,6 +31,13 @@ type RebalanceObserver interface {
 	Rebalanced(rb store.Rebalance)
 }
 
+// DeliveryObserver is told how long each published event took from its
+// occurred_at to Kafka's acknowledgement; an Observer may implement it
+// (package metrics does). source is SourcePoll or SourceStream.
+type DeliveryObserver interface {
+	Delivered(source string, delay time.Duration)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Claimed(store.Claim)               {}

@@ -32,6 +32,12 @@ type Store interface {
 	Claim(ctx context.Context, req store.ClaimRequest) (store.Claim, error)
 	// Settle records a batch's outcome, fenced by the buckets' epochs.
 	Settle(ctx context.Context, c store.Claim, out store.Outcome, policy store.OrderPolicy) (store.Settled, error)
+	// PlanStream plans a batch the change stream read.
+	PlanStream(ctx context.Context, own store.Ownership, events []store.Event, policy store.OrderPolicy, known *store.Known) (store.Claim, error)
+	// SaveCheckpoint moves the change stream's position.
+	SaveCheckpoint(ctx context.Context, relayID string, cp store.Checkpoint) error
+	// Stream reads the change stream's row.
+	Stream(ctx context.Context) (store.StreamLease, time.Time, error)
 }
 
 // Relay claims committed outbox events of the buckets it owns, publishes
@@ -61,6 +67,13 @@ type Relay struct {
 	cursor   *store.ReadyCursor
 	// config is the Kafka configuration failure publishing is stopped by.
 	config configState
+
+	// leading says the last turn left the relay the stream's leader, and
+	// stream is the stream's row as it read it; streamer reads the change
+	// stream while the relay leads (docs/design.md, section 9).
+	leading  bool
+	stream   store.StreamLease
+	streamer *streamer
 }
 
 // settling is a clean batch (every event acknowledged) whose marks are
@@ -101,6 +114,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err := r.awaitSettle(); err != nil {
 				r.log.Error("settling the last batch failed; its events will be published again", "error", err)
 			}
+			r.stopStream()
 			r.leave(ctx)
 			r.log.Info("relay stopped")
 			return nil
@@ -153,12 +167,13 @@ func (r *Relay) turn(ctx context.Context) error {
 	}
 	r.cursor = nil
 	start := time.Now()
-	rb, err := r.store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.cfg.ID, Lease: r.cfg.Lease})
+	rb, err := r.store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.cfg.ID, Lease: r.cfg.Lease, Stream: r.cfg.Stream != nil})
 	if err != nil {
 		return fmt.Errorf("take a turn at the bucket table: %w", err)
 	}
 	had := len(r.own.Buckets)
 	r.own, r.lastTurn = rb.Ownership, start
+	r.leading, r.stream = rb.Leading, rb.Stream
 	// The lease's end on the local clock: the database's remaining time
 	// from when the turn began, so clocks that disagree do not matter.
 	r.deadline = start.Add(rb.Ownership.Expires.Sub(rb.Now))
@@ -192,6 +207,18 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	if err := r.turn(ctx); err != nil {
 		return 0, err
 	}
+	if err := r.checkConfiguration(ctx); err != nil {
+		return 0, err
+	}
+	if r.cfg.Stream != nil {
+		return r.streamOnce(ctx)
+	}
+	return r.pollOnce(ctx, false)
+}
+
+// pollOnce claims one batch of the owned buckets (only what the change
+// stream handed over, with handedOver), publishes it and settles it.
+func (r *Relay) pollOnce(ctx context.Context, handedOver bool) (int, error) {
 	if len(r.own.Buckets) == 0 {
 		return 0, nil
 	}
@@ -202,11 +229,9 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	if err := r.checkConfiguration(ctx); err != nil {
-		return 0, err
-	}
 	claim, err := r.store.Claim(ctx, store.ClaimRequest{
 		Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known, After: r.cursor,
+		HandedOver: handedOver,
 	})
 	if err != nil {
 		return 0, err
@@ -220,6 +245,27 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 		}
 		return claim.Held, nil
 	}
+	err = r.publishAndSettle(ctx, claim, batchPoints{source: SourcePoll,
+		afterPlan: failpoint.RelayAfterClaim, beforePublish: failpoint.RelayBeforePublish,
+		afterAck: failpoint.RelayAfterAckBeforeMark,
+	}, nil, r.cursor != nil)
+	return len(claim.Events) + claim.Held, err
+}
+
+// batchPoints name a batch's source (for the delivery delay) and the
+// failpoints of its crash windows ("": none).
+type batchPoints struct{ source, afterPlan, beforePublish, afterAck string }
+
+// Sources of a published batch, as DeliveryObserver names them.
+const (
+	SourcePoll   = "poll"
+	SourceStream = "stream"
+)
+
+// publishAndSettle publishes a planned batch and settles it with
+// checkpoint, if any. With pipeline, a clean batch (every event
+// acknowledged) settles in the background while the relay goes on.
+func (r *Relay) publishAndSettle(ctx context.Context, claim store.Claim, fp batchPoints, checkpoint *store.Checkpoint, pipeline bool) error {
 	inHand := func() []string {
 		ids := make([]string, len(claim.Events))
 		for i, e := range claim.Events {
@@ -227,7 +273,7 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 		}
 		return ids
 	}
-	failpoint.HitWithEvents(failpoint.RelayAfterClaim, inHand)
+	failpoint.HitWithEvents(fp.afterPlan, inHand)
 
 	// The batch is finished even if ctx is cancelled meanwhile (shutdown):
 	// publishing is bounded by the buckets' lease, and after
@@ -240,30 +286,32 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	})
 	defer stop()
 
-	failpoint.HitWithEvents(failpoint.RelayBeforePublish, inHand)
+	if fp.beforePublish != "" {
+		failpoint.HitWithEvents(fp.beforePublish, inHand)
+	}
 	start := time.Now()
 	results := r.publisher.Publish(pubCtx, claim.Events)
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
-	failpoint.HitWithEvents(failpoint.RelayAfterAckBeforeMark, inHand)
+	failpoint.HitWithEvents(fp.afterAck, inHand)
 
-	out, configErr := r.outcome(results)
+	out, configErr := r.outcome(results, fp.source)
+	out.Checkpoint = checkpoint
 	// At most one batch settles in the background.
 	if err := r.awaitSettle(); err != nil {
-		return 0, err
+		return err
 	}
-	if len(out.Failed) == 0 && len(out.Unsent) == 0 && r.cursor != nil && ctx.Err() == nil {
-		// Every event is in Kafka and the next claim continues past them:
-		// their successors may follow at once (docs/design.md, section 6),
-		// and the marks are written while the next batch is claimed and
-		// produced.
+	if pipeline && len(out.Failed) == 0 && len(out.Unsent) == 0 && ctx.Err() == nil {
+		// Every event is in Kafka: their successors may follow at once
+		// (docs/design.md, section 6), and the marks are written while the
+		// next batch is read and produced.
 		r.known.Acknowledged(claim.Events)
 		r.settleInBackground(ctx, claim, out)
-		return len(claim.Events) + claim.Held, r.settledConfiguration(nil, len(out.Published))
+		return r.settledConfiguration(nil, len(out.Published))
 	}
 	if err := r.settle(ctx, claim, out); err != nil {
-		return 0, err
+		return err
 	}
-	return len(claim.Events) + claim.Held, r.settledConfiguration(configErr, len(out.Published))
+	return r.settledConfiguration(configErr, len(out.Published))
 }
 
 // settle records a batch's outcome.
@@ -311,7 +359,9 @@ func (r *Relay) awaitSettle() error {
 
 // outcome turns per-event results into what Settle records, and returns
 // the first configuration failure among them.
-func (r *Relay) outcome(results []Result) (store.Outcome, *ConfigurationFailure) {
+func (r *Relay) outcome(results []Result, source string) (store.Outcome, *ConfigurationFailure) {
+	delivery, _ := r.cfg.Observer.(DeliveryObserver)
+	now := time.Now()
 	var out store.Outcome
 	var configErr *ConfigurationFailure
 	published := map[string]map[int32]int{}
@@ -322,6 +372,9 @@ func (r *Relay) outcome(results []Result) (store.Outcome, *ConfigurationFailure)
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: res.Behind})
 		case res.Err == nil:
 			out.Published = append(out.Published, e.ID)
+			if delivery != nil {
+				delivery.Delivered(source, now.Sub(e.OccurredAt))
+			}
 			if published[res.Topic] == nil {
 				published[res.Topic] = map[int32]int{}
 			}

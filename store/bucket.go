@@ -44,9 +44,12 @@ type BucketLease struct {
 // RebalanceRequest is one relay's periodic turn at the bucket table.
 type RebalanceRequest struct {
 	RelayID string
-	// Lease is how long the relay's membership and buckets last without the
-	// next turn.
+	// Lease is how long the relay's membership and buckets (and stream
+	// lease) last without the next turn.
 	Lease time.Duration
+	// Stream: the relay can stream (--source binlog) and competes for the
+	// stream lease; the leader owns every bucket.
+	Stream bool
 }
 
 // Rebalance is what a turn did.
@@ -63,6 +66,10 @@ type Rebalance struct {
 	// TakenOver counts acquired buckets whose previous owner's lease had
 	// expired (it stopped renewing: died, hung or lost the database).
 	TakenOver int
+	// Stream is the change stream's row as the turn left it; Leading says
+	// the relay holds its lease.
+	Stream  StreamLease
+	Leading bool
 }
 
 // desiredBuckets is the assignment every relay computes alike: of n live
@@ -81,10 +88,19 @@ func desiredBuckets(members []string, me string) []int {
 	return out
 }
 
-// Rebalance announces the relay as live, gives up the buckets it should no
-// longer own, renews the ones it keeps and acquires the free or expired ones
-// it should own. Call it between batches (never with a batch of a bucket in
-// flight), at least every third of the lease.
+func allBuckets() []int {
+	out := make([]int, BucketCount)
+	for b := range out {
+		out[b] = b
+	}
+	return out
+}
+
+// Rebalance announces the relay as live, takes or renews the stream lease
+// when it can stream, gives up the buckets it should no longer own, renews
+// the ones it keeps and acquires the free or expired ones it should own.
+// Call it between batches (never with a batch of a bucket in flight), at
+// least every third of the lease.
 func (s *Store) Rebalance(ctx context.Context, req RebalanceRequest) (Rebalance, error) {
 	var rb Rebalance
 	d := s.dialect
@@ -110,8 +126,25 @@ func (s *Store) Rebalance(ctx context.Context, req RebalanceRequest) (Rebalance,
 		return rb, fmt.Errorf("rebalance: read clock: %w", err)
 	}
 	rb.Now = now
+	// A live stream leader owns every bucket (docs/design.md, section 9.1).
+	if req.Stream {
+		rb.Stream, _, err = d.ClaimStream(ctx, s.db, req.RelayID, req.Lease)
+	} else {
+		rb.Stream, _, err = d.ReadStream(ctx, s.db)
+	}
+	if err != nil {
+		return rb, fmt.Errorf("rebalance: stream lease: %w", err)
+	}
+	desired := desiredBuckets(members, req.RelayID)
+	if rb.Stream.Leader != "" && rb.Stream.Expires.After(now) {
+		rb.Leading = rb.Stream.Leader == req.RelayID
+		desired = nil
+		if rb.Leading {
+			desired = allBuckets()
+		}
+	}
 	want := map[int]bool{}
-	for _, b := range desiredBuckets(members, req.RelayID) {
+	for _, b := range desired {
 		want[b] = true
 	}
 	var release, renew, acquire []int
@@ -180,10 +213,14 @@ func (s *Store) ownership(ctx context.Context, relayID string) (Ownership, error
 	return own, nil
 }
 
-// Leave ends relayID's membership and frees its buckets at once, so the
-// other relays take them at their next turn instead of after the lease.
-// Call it when the relay stops, after its last batch settled.
+// Leave ends relayID's membership and frees its buckets and stream lease
+// at once, so the other relays take them at their next turn instead of
+// after the lease. Call it when the relay stops, after its last batch
+// settled.
 func (s *Store) Leave(ctx context.Context, relayID string) error {
+	if err := s.dialect.ReleaseStream(ctx, s.db, relayID); err != nil {
+		return fmt.Errorf("leave: release the stream: %w", err)
+	}
 	if err := s.dialect.Leave(ctx, s.db, relayID); err != nil {
 		return fmt.Errorf("leave: %w", err)
 	}

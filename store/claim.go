@@ -27,7 +27,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if len(req.Ownership.Buckets) == 0 || req.Limit < 1 {
 		return claim, nil
 	}
-	ready := ReadyRequest{Limit: req.Limit, After: req.After}
+	ready := ReadyRequest{Limit: req.Limit, After: req.After, HandedOver: req.HandedOver}
 	if !req.Ownership.All() {
 		ready.Buckets = req.Ownership.List()
 	}
@@ -46,7 +46,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 			bucketOf[AggregateKey{e.AggregateType, e.AggregateID}] = e.Bucket
 			cands[i] = Candidate{ID: e.ID, Key: SeqKey{e.AggregateType, e.AggregateID, e.AggregateSeq}}
 		}
-		p, err := planClaim(cands, req.Limit-len(claim.Events), req.Policy, s.predecessors(ctx, req.Known))
+		p, err := planClaim(cands, req.Limit-len(claim.Events), req.Policy, s.predecessors(ctx, req.Known), pollMode)
 		if err != nil {
 			return claim, fmt.Errorf("claim: read predecessors: %w", err)
 		}

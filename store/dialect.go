@@ -29,6 +29,7 @@ type Dialect interface {
 
 	ClaimDialect
 	BucketDialect
+	StreamDialect
 	SettleDialect
 	OperationsDialect
 	WriterDialect
@@ -99,6 +100,9 @@ type ReadyRequest struct {
 	Exclude []AggregateKey
 	// After, when set, reads only events after it in claim order.
 	After *ReadyCursor
+	// HandedOver reads only events the change stream handed to the polling
+	// path (error_class set).
+	HandedOver bool
 	// Limit is the most events to read.
 	Limit int
 }
@@ -160,6 +164,48 @@ type BucketDialect interface {
 	// acquire can change them until the transaction ends) and returns their
 	// epochs.
 	LockBuckets(ctx context.Context, q Querier, relayID string, buckets []int) (map[int]uint64, error)
+}
+
+// StreamLease is the change stream's row: its leader's lease and the
+// checkpointed position (docs/design.md, section 9).
+type StreamLease struct {
+	// Leader is "" when nobody streams.
+	Leader string
+	Epoch  uint64
+	// Expires is the leader's lease end (database clock).
+	Expires time.Time
+	// Position is the checkpoint ("" before the first); CheckpointedAt
+	// when it was written.
+	Position       string
+	CheckpointedAt time.Time
+}
+
+// EventState is what the stream needs to know of an event it read.
+type EventState struct {
+	// Published: published (by a sweep, or a previous leader).
+	Published bool
+	// HandedOver: in the polling path's hands (error_class set,
+	// quarantined or discarded).
+	HandedOver bool
+}
+
+// StreamDialect keeps the change stream's lease and checkpoint, on the
+// database clock (docs/design.md, section 9).
+type StreamDialect interface {
+	// ClaimStream makes relayID the leader if the lease is free or expired
+	// (epoch + 1), or renews it if relayID holds it (same epoch), and
+	// returns the row as it is then with the clock.
+	ClaimStream(ctx context.Context, q Querier, relayID string, lease time.Duration) (StreamLease, time.Time, error)
+	// ReadStream returns the row and the clock.
+	ReadStream(ctx context.Context, q Querier) (StreamLease, time.Time, error)
+	// ReleaseStream frees the lease if relayID holds it.
+	ReleaseStream(ctx context.Context, q Querier, relayID string) error
+	// SaveCheckpoint writes position where relayID holds the lease at
+	// epoch, and says whether it did.
+	SaveCheckpoint(ctx context.Context, q Querier, relayID string, epoch uint64, position string) (bool, error)
+	// ReadStates reads the given events' states; an id missing from the
+	// map has no row visible to the read.
+	ReadStates(ctx context.Context, q Querier, ids []string) (map[string]EventState, error)
 }
 
 // FailureUpdate is a failed event's new state.

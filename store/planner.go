@@ -68,17 +68,39 @@ type plan struct {
 // database clock of the read; absent events are missing from found.
 type predecessorReader func(keys []SeqKey) (now time.Time, found map[SeqKey]Predecessor, err error)
 
+// planMode is how the planner treats what it does not read itself.
+type planMode struct {
+	// bringIn brings ready predecessors outside the candidates into the
+	// claim (the polling path); the stream instead holds their successors,
+	// for those predecessors are the polling path's.
+	bringIn bool
+	// capChains cuts an aggregate's chain at limit/chainShare (the polling
+	// path, which reads past it next time); the stream publishes what it
+	// read.
+	capChains bool
+}
+
+// pollMode and streamMode are the two ways of planning.
+var (
+	pollMode   = planMode{bringIn: true, capChains: true}
+	streamMode = planMode{}
+)
+
 // planClaim decides the fate of every candidate and chooses up to limit
 // events to lease.
-func planClaim(cands []Candidate, limit int, policy OrderPolicy, read predecessorReader) (*plan, error) {
+func planClaim(cands []Candidate, limit int, policy OrderPolicy, read predecessorReader, mode planMode) (*plan, error) {
 	p := &plan{all: make([]*planned, len(cands))}
 	for i, c := range cands {
 		p.all[i] = &planned{Candidate: c}
 	}
-	if err := p.decideFates(policy, read); err != nil {
+	rounds := predecessorRounds
+	if !mode.bringIn {
+		rounds = 0
+	}
+	if err := p.decideFates(policy, read, rounds); err != nil {
 		return nil, err
 	}
-	p.choose(limit)
+	p.choose(limit, mode.capChains)
 	return p, nil
 }
 
@@ -89,7 +111,7 @@ func planClaim(cands []Candidate, limit int, policy OrderPolicy, read predecesso
 // candidate window (a crashed relay's expired lease, a finished backoff,
 // sorted behind its own successors) is brought into the claim as a
 // candidate, so the window cannot fill up with its successors for ever.
-func (p *plan) decideFates(policy OrderPolicy, read predecessorReader) error {
+func (p *plan) decideFates(policy OrderPolicy, read predecessorReader, rounds int) error {
 	byKey := make(map[SeqKey]*planned, len(p.all))
 	for _, c := range p.all {
 		byKey[c.Key] = c
@@ -121,7 +143,7 @@ func (p *plan) decideFates(policy OrderPolicy, read predecessorReader) error {
 			if !ok {
 				continue // absent: published and cleaned up
 			}
-			if round < predecessorRounds && pred.ready(now) {
+			if round < rounds && pred.ready(now) {
 				c := &planned{Candidate: Candidate{ID: pred.ID, Key: k}}
 				byKey[k] = c
 				pending = append(pending, c)
@@ -172,7 +194,7 @@ func (p *plan) decideFates(policy OrderPolicy, read predecessorReader) error {
 // aggregate's leasable candidates, in sequence order) taken in queue order,
 // each cut at limit/chainShare (chainFloor at least), and the candidates to
 // hold.
-func (p *plan) choose(limit int) {
+func (p *plan) choose(limit int, capChains bool) {
 	byAggregate := map[AggregateKey][]*planned{}
 	for _, c := range p.all {
 		k := AggregateKey{c.Key.AggregateType, c.Key.AggregateID}
@@ -183,7 +205,10 @@ func (p *plan) choose(limit int) {
 			p.held = append(p.held, c)
 		}
 	}
-	maxChain := max(limit/chainShare, min(limit, chainFloor))
+	maxChain := limit
+	if capChains {
+		maxChain = max(limit/chainShare, min(limit, chainFloor))
+	}
 	taken := map[AggregateKey]bool{}
 	n := 0
 	for _, c := range p.all { // queue order

@@ -161,7 +161,7 @@ func TestPlanClaim(t *testing.T) {
 			if policy == "" {
 				policy = OrderHold
 			}
-			p, err := planClaim(cands(tt.cands...), tt.limit, policy, tab.read)
+			p, err := planClaim(cands(tt.cands...), tt.limit, policy, tab.read, pollMode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestPlanClaim(t *testing.T) {
 }
 
 func TestPlanReportsCutChains(t *testing.T) {
-	p, err := planClaim(cands(seqs("hot", 40, "quiet#1")...), 80, OrderHold, newTable(nil).read)
+	p, err := planClaim(cands(seqs("hot", 40, "quiet#1")...), 80, OrderHold, newTable(nil).read, pollMode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 	}
 	first := ""
 	for range 20 {
-		p, err := planClaim(cands(keys...), 30, OrderHold, newTable(preds).read)
+		p, err := planClaim(cands(keys...), 30, OrderHold, newTable(preds).read, pollMode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestPlanReportsReadErrors(t *testing.T) {
 	boom := errors.New("connection lost")
 	_, err := planClaim(cands("a#2"), 10, OrderHold, func([]SeqKey) (time.Time, map[SeqKey]Predecessor, error) {
 		return time.Time{}, nil, boom
-	})
+	}, pollMode)
 	if !errors.Is(err, boom) {
 		t.Fatalf("error %v, want the read's", err)
 	}
@@ -224,7 +224,7 @@ func TestPlanReportsReadErrors(t *testing.T) {
 
 func TestHoldsGroupByBlocker(t *testing.T) {
 	tab := newTable(map[string]Predecessor{"a#1": backingOff, "b#1": quarantined})
-	p, err := planClaim(cands("a#2", "a#3", "b#2", "b#3"), 10, OrderHold, tab.read)
+	p, err := planClaim(cands("a#2", "a#3", "b#2", "b#3"), 10, OrderHold, tab.read, pollMode)
 	if err != nil {
 		t.Fatal(err)
 	}

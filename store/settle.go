@@ -110,6 +110,15 @@ func (s *Store) Settle(ctx context.Context, c Claim, out Outcome, policy OrderPo
 			}
 		}
 	}
+	if cp := out.Checkpoint; cp != nil {
+		ok, err := s.dialect.SaveCheckpoint(ctx, tx, c.Ownership.RelayID, cp.Epoch, cp.Position)
+		if err != nil {
+			return res, fmt.Errorf("settle: checkpoint: %w", err)
+		}
+		if !ok {
+			return Settled{}, fmt.Errorf("settle: %w", ErrStreamLost) // rolled back: another leader streams
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return res, fmt.Errorf("settle: commit: %w", err)
 	}

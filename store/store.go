@@ -56,6 +56,9 @@ type ClaimRequest struct {
 	// read ended (Claim.Next), past the rows of batches still being settled;
 	// nil starts from the oldest ready event.
 	After *ReadyCursor
+	// HandedOver claims only events the change stream handed to the
+	// polling path (docs/design.md, section 9.2), while a stream runs.
+	HandedOver bool
 }
 
 // Claim is the result of one claim.
@@ -111,6 +114,16 @@ type Outcome struct {
 	Published []string
 	Failed    []Failure
 	Unsent    []Unsent
+	// Checkpoint, when set, moves the change stream's position in the same
+	// transaction (docs/design.md, invariant S1).
+	Checkpoint *Checkpoint
+}
+
+// Checkpoint is a change stream position to save, fenced by the stream
+// lease the leader holds at Epoch.
+type Checkpoint struct {
+	Epoch    uint64
+	Position string
 }
 
 // Settled reports how a Settle went.

@@ -55,15 +55,22 @@ func newRelayCommand() *cobra.Command {
 		linger      time.Duration
 		maxRecord   int
 		migrate     bool
+		source      string
 	)
 	env := envFlags{}
 	cmd := &cobra.Command{
 		Use:   "relay",
 		Short: "Publish committed outbox events to Kafka (run several for availability)",
-		Long: `Claims committed outbox events in leased batches (SELECT ... FOR UPDATE SKIP
-LOCKED), publishes them to Kafka with acks=all and the idempotent producer,
-and marks them published after the acknowledgement. Delivery is at least
-once; per aggregate, events first reach Kafka in the order they were written.
+		Long: `Publishes committed outbox events to Kafka with acks=all and the idempotent
+producer, and marks them published after the acknowledgement. Delivery is at
+least once; per aggregate, events first reach Kafka in the order they were
+written.
+
+--source poll (the default): relays share the outbox by buckets of
+aggregates (leased in the database) and claim each bucket's ready events.
+--source binlog: one relay streams committed inserts from the binlog as
+they commit and hands what it cannot publish to the polling path; the other
+binlog relays stand by and take over within --lease (docs/design.md).
 
 Every flag has an environment variable (shown in its help). SIGTERM or SIGINT
 stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
@@ -91,6 +98,14 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			case linger == 0:
 				linger = -1 // kafka.ProducerConfig's "no lingering"; its 0 is the default
 			}
+			if source != sourcePoll && source != sourceBinlog {
+				problems = append(problems, fmt.Sprintf("--source: want %s or %s, got %q", sourcePoll, sourceBinlog, source))
+			}
+			if _, fromEnv := os.LookupEnv(env["linger"]); source == sourceBinlog && !cmd.Flags().Changed("linger") && !fromEnv {
+				// A stream publishes as events commit: waiting for company
+				// only adds latency.
+				linger = -1
+			}
 			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
 				problems = append(problems, "--max-record-bytes: "+err.Error())
 			}
@@ -115,6 +130,11 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				}
 			} else if err := migrations.Herald.Check(ctx, conn); err != nil {
 				return err
+			}
+			if source == sourceBinlog {
+				if svc.Relay.Stream, err = newBinlogSource(ctx, conn, &db, logger); err != nil {
+					return err
+				}
 			}
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{
 				Brokers: kf.brokers, ClientID: "herald-relay", Compression: compression, Linger: linger,
@@ -156,7 +176,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "route aggregate_type=topic (repeatable or comma-separated)")
 	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
-	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once)")
+	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog defaults to 0)")
+	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows) or binlog (stream committed inserts from MariaDB/MySQL's binlog; one relay streams, the others stand by)")
 	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
 		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
@@ -172,6 +193,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		"backoff-base": "HERALD_BACKOFF_BASE", "backoff-cap": "HERALD_BACKOFF_CAP",
 		"order-policy": "HERALD_ORDER_POLICY", "topic": "HERALD_TOPICS", "default-topic": "HERALD_DEFAULT_TOPIC",
 		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
+		"source": "HERALD_SOURCE",
 		"max-record-bytes": "HERALD_MAX_RECORD_BYTES",
 		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
 		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",

@@ -37,6 +37,15 @@ const (
 	// RelayAfterAckBeforeMark: Kafka acknowledged a batch, before the relay
 	// marks it published.
 	RelayAfterAckBeforeMark = "relay.after_ack_before_mark"
+	// StreamAfterLead: a relay became the stream's leader, before it opens
+	// the stream (or sweeps).
+	StreamAfterLead = "stream.after_lead"
+	// StreamAfterRead: the stream's leader planned a batch it read, before
+	// any Kafka I/O.
+	StreamAfterRead = "stream.after_read"
+	// StreamAfterAckBeforeCheckpoint: Kafka acknowledged a stream batch,
+	// before its marks and checkpoint.
+	StreamAfterAckBeforeCheckpoint = "stream.after_ack_before_checkpoint"
 	// ConsumerAfterCommitBeforeOffset: a consumer committed its database
 	// transaction, before it commits the Kafka offset.
 	ConsumerAfterCommitBeforeOffset = "consumer.after_commit_before_offset"
@@ -48,6 +57,7 @@ const (
 // Known lists every failpoint, so a typo in HERALD_FAILPOINTS is an error.
 var Known = []string{
 	OrdersAfterCommit, RelayAfterClaim, RelayBeforePublish, RelayAfterAckBeforeMark,
+	StreamAfterLead, StreamAfterRead, StreamAfterAckBeforeCheckpoint,
 	ConsumerAfterCommitBeforeOffset, ConsumerAfterCommitBeforeCall,
 }
 

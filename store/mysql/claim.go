@@ -46,6 +46,9 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 			args = append(args, b)
 		}
 	}
+	if r.HandedOver {
+		filter.WriteString(" AND error_class IS NOT NULL")
+	}
 	if c := r.After; c != nil {
 		// After (next_attempt_at, occurred_at, id), spelled out so the
 		// range stays on idx_ready (whose entries end with the id).

@@ -57,6 +57,8 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"ReadyPredecessorOutsideTheWindow", testReadyPredecessorOutsideTheWindow},
 		{"HotAggregateDoesNotFillTheBatch", testHotAggregateDoesNotFillTheBatch},
 		{"ClaimsContinueAfterTheirCursor", testClaimsContinueAfterTheirCursor},
+		{"OneStreamer", testOneStreamer},
+		{"StreamPlansAndHandsOver", testStreamPlansAndHandsOver},
 		{"ConcurrentRelaysDrainInOrder", testConcurrentRelaysDrainInOrder},
 		{"FailureBacksOffQuarantinesAndScrubs", testFailureBacksOffQuarantinesAndScrubs},
 		{"SuccessorsWaitBehindABackoff", testSuccessorsWaitBehindBackoff},

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrStreamLost: the relay no longer holds the stream lease (another
+// relay leads now); its checkpoint and the settlement that carried it
+// were not written.
+var ErrStreamLost = errors.New("the stream lease was lost")
+
+// visibleWait bounds how long PlanStream waits for rows the change stream
+// reported but the database does not show yet: a transaction reaches the
+// binlog an instant before its commit is visible.
+const visibleWait = 10 * time.Second
+
+// PlanStream plans a batch read from the change stream (docs/design.md,
+// section 9.2): it leaves alone the events already published or in the
+// polling path's hands, decides the order of the others against their
+// predecessors (known, else read) without bringing predecessors in, holds
+// (fenced) the events that must wait, which hands them to the polling
+// path, and returns the claim of the events to publish now.
+func (s *Store) PlanStream(ctx context.Context, own Ownership, events []Event, policy OrderPolicy, known *Known) (Claim, error) {
+	start := time.Now()
+	claim := Claim{Ownership: own, known: known}
+	if len(events) == 0 {
+		return claim, nil
+	}
+	states, err := s.visibleStates(ctx, events)
+	if err != nil {
+		return claim, err
+	}
+	byID := make(map[string]Event, len(events))
+	bucketOf := map[AggregateKey]int{}
+	var cands []Candidate
+	for _, e := range events {
+		if st := states[e.ID]; st.Published || st.HandedOver {
+			continue
+		}
+		byID[e.ID] = e
+		bucketOf[AggregateKey{e.AggregateType, e.AggregateID}] = e.Bucket
+		cands = append(cands, Candidate{ID: e.ID, Key: SeqKey{e.AggregateType, e.AggregateID, e.AggregateSeq}})
+	}
+	if len(cands) == 0 {
+		return claim, nil
+	}
+	p, err := planClaim(cands, len(cands), policy, s.predecessors(ctx, known), streamMode)
+	if err != nil {
+		return claim, fmt.Errorf("stream: read predecessors: %w", err)
+	}
+	for _, c := range p.leased() {
+		e := byID[c.ID]
+		e.Attempts++
+		claim.Events = append(claim.Events, e)
+	}
+	if err := s.hold(ctx, own, bucketOf, p.held); err != nil {
+		return claim, err
+	}
+	claim.Held = len(p.held)
+	claim.Duration = time.Since(start)
+	return claim, nil
+}
+
+// visibleStates reads the events' states, reading again those whose rows
+// are not visible yet.
+func (s *Store) visibleStates(ctx context.Context, events []Event) (map[string]EventState, error) {
+	states := make(map[string]EventState, len(events))
+	missing := make([]string, len(events))
+	for i, e := range events {
+		missing[i] = e.ID
+	}
+	deadline := time.Now().Add(visibleWait)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		read, err := s.dialect.ReadStates(ctx, s.db, missing)
+		if err != nil {
+			return nil, fmt.Errorf("stream: read the events' states: %w", err)
+		}
+		var still []string
+		for _, id := range missing {
+			if st, ok := read[id]; ok {
+				states[id] = st
+			} else {
+				still = append(still, id)
+			}
+		}
+		if len(still) == 0 {
+			return states, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("stream: %d events of the change stream are not visible in the database after %v (first %s)",
+				len(still), visibleWait, still[0])
+		}
+		missing = still
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// SaveCheckpoint moves the change stream's position while the relay holds
+// the stream lease at epoch; ErrStreamLost when it does not.
+func (s *Store) SaveCheckpoint(ctx context.Context, relayID string, cp Checkpoint) error {
+	ok, err := s.dialect.SaveCheckpoint(ctx, s.db, relayID, cp.Epoch, cp.Position)
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if !ok {
+		return ErrStreamLost
+	}
+	return nil
+}
+
+// Stream reads the change stream's row, for operators.
+func (s *Store) Stream(ctx context.Context) (StreamLease, time.Time, error) {
+	l, now, err := s.dialect.ReadStream(ctx, s.db)
+	if err != nil {
+		return l, now, fmt.Errorf("read the stream: %w", err)
+	}
+	return l, now, nil
+}
