@@ -168,8 +168,7 @@ func binlogSize(db *sql.DB) int64 {
 // the stack's socket (the herald user may not). Without access it says so:
 // `make reset` wipes them, and binlog_expire_logs_seconds bounds them.
 func purgeBinlogs(b *testing.B) {
-	sock := "/var/tmp/herald-stack/mariadb/mariadb.sock"
-	out, err := exec.Command("mariadb", "--socket="+sock, "-uroot", "-e", "PURGE BINARY LOGS BEFORE NOW()").CombinedOutput()
+	out, err := exec.Command("mariadb", "--socket="+testenv.MariaDBSocket, "-uroot", "-e", "PURGE BINARY LOGS BEFORE NOW()").CombinedOutput()
 	if err != nil {
 		fmt.Printf("binlogs NOT purged (%v: %s); `make reset` wipes them\n", err, strings.TrimSpace(string(out)))
 		return

@@ -15,7 +15,7 @@ import (
 // Defaults of Config's fields.
 const (
 	BatchSizeDefault       = 500
-	LeaseDefault           = 10 * time.Second
+	LeaseDefault           = 8 * time.Second
 	PollIntervalDefault    = 50 * time.Millisecond
 	MaxAttemptsDefault     = 25
 	BackoffBaseDefault     = time.Second
@@ -38,7 +38,7 @@ type Config struct {
 	// Lease is how long the relay's buckets stay its own without renewal
 	// (it renews them every third of it): after a crash, the other relays
 	// take them over within about one lease. Publishing a batch is bounded
-	// by it. Defaults to 10s.
+	// by it. Defaults to 8s.
 	Lease time.Duration
 	// PollInterval is the wait after a claim that found nothing; a claim
 	// that found events is followed by the next at once. Defaults to 50ms.

@@ -105,6 +105,8 @@ func aggName(i int) string { return fmt.Sprintf("agg-%04d", i) }
 // aggregates, every fourth one rolled back, until it committed target
 // events or ctx ends.
 type liveWriter struct {
+	// stop ends the writing before the target (what is committed stays).
+	stop       context.CancelFunc
 	mu         sync.Mutex
 	committed  int
 	rolledBack []string
@@ -113,7 +115,8 @@ type liveWriter struct {
 }
 
 func (e *env) startLiveWriter(ctx context.Context, aggregates, target int) *liveWriter {
-	lw := &liveWriter{done: make(chan struct{})}
+	ctx, stop := context.WithCancel(ctx)
+	lw := &liveWriter{done: make(chan struct{}), stop: stop}
 	go func() {
 		defer close(lw.done)
 		tick := time.NewTicker(5 * time.Millisecond) // a steady trickle, not a burst
@@ -135,7 +138,7 @@ func (e *env) startLiveWriter(ctx context.Context, aggregates, target int) *live
 				batch = append(batch, event(aggName(rand.IntN(aggregates)), 1_000_000+tx*10+i))
 			}
 			commit := tx%4 != 3
-			ids, err := e.write(ctx, commit, batch...)
+			ids, err := e.write(context.WithoutCancel(ctx), commit, batch...) // a stop comes between transactions
 			lw.mu.Lock()
 			switch {
 			case err != nil:

@@ -2,11 +2,19 @@ package relay_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/outbox"
 )
 
 // binlogRelay starts a `herald relay --source binlog` process.
@@ -68,4 +76,247 @@ func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 	}
 	stop(t, p)
 	e.verifyTopic(t, nil, rolledBack)
+}
+
+// TestKilledStreamLeadersLoseNothing: three binlog relays under continuous
+// writes (a quarter of the transactions rolled back); the leader is
+// SIGKILLed five times, each time right after it streamed, and restarted
+// under a new id. A standby takes over each time (the failover is logged,
+// with the relays' default lease), every committed event reaches the topic,
+// no rolled-back one does, every aggregate's first copies are in order;
+// duplicates are counted.
+func TestKilledStreamLeadersLoseNothing(t *testing.T) {
+	const (
+		aggregates = 100
+		kills      = 5
+	)
+	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	incarnation := map[string]int{}
+	relays := map[string]*testenv.Process{} // current relay id -> process
+	start := func(slot string) {
+		incarnation[slot]++
+		id := fmt.Sprintf("%s-%d", slot, incarnation[slot])
+		relays[id] = e.binlogRelay(t, testenv.RelayOptions{Name: id})
+	}
+	for _, slot := range []string{"s-a", "s-b", "s-c"} {
+		start(slot)
+	}
+	writers := []*liveWriter{e.startLiveWriter(ctx, aggregates, 1_000_000)}
+	streamed := func(id string) float64 {
+		n, err := relays[id].Metric("herald_relay_stream_events_total")
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	var failovers []time.Duration
+	for k := 0; k < kills; k++ {
+		var leader string
+		testenv.WaitFor(t, time.Minute, "a leader that streams", func() (bool, string) {
+			leader, _ = e.checkpoint(t)
+			return relays[leader] != nil && streamed(leader) > 0, fmt.Sprintf("leader %q", leader)
+		})
+		relays[leader].Kill(t)
+		killedAt := time.Now()
+		delete(relays, leader)
+		slot := leader[:3]
+		testenv.WaitFor(t, time.Minute, "another relay streams", func() (bool, string) {
+			now, _ := e.checkpoint(t)
+			return now != leader && relays[now] != nil && streamed(now) > 0, fmt.Sprintf("leader %q", now)
+		})
+		failovers = append(failovers, time.Since(killedAt))
+		start(slot)
+	}
+	writers[0].stop()
+	committedN, rolledBack := writers[0].wait(t)
+	testenv.WaitFor(t, time.Minute, "everything published", func() (bool, string) {
+		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		return n == 0, fmt.Sprintf("%d unpublished", n)
+	})
+	t.Logf("%d events committed, %d leaders killed; time until another relay streamed: %v", committedN, kills, failovers)
+	var live []*testenv.Process
+	for _, p := range relays {
+		live = append(live, p)
+	}
+	stop(t, live...)
+	report := e.verifyTopic(t, nil, rolledBack)
+	t.Logf("%d duplicates after %d failovers", report.Duplicates, kills)
+}
+
+// TestStreamCrashWindows kills a binlog relay at each of the stream's
+// failpoints while a writer commits: becoming leader (before it opens the
+// stream), after it read and planned a batch (before Kafka), and after
+// Kafka acknowledged a batch (before its marks and checkpoint). A standby
+// takes over; nothing is lost, the order holds, and the acknowledged batch
+// is published again. (Any crash may also cost the marks of the batch
+// before, settling in the background: more duplicates, never a loss.)
+func TestStreamCrashWindows(t *testing.T) {
+	for _, tt := range []struct {
+		failpoint string
+		acked     bool // the batch in hand was on the topic at the crash
+	}{
+		// crash@3: past the sweep, in the stream's third batch.
+		{"stream.after_lead=crash", false},
+		{"stream.after_read=crash@3", false},
+		{"stream.after_ack_before_checkpoint=crash@3", true},
+	} {
+		t.Run(strings.SplitN(tt.failpoint, "=", 2)[0], func(t *testing.T) {
+			e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+			e.preload(t, 200, 20)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			lw := e.startLiveWriter(ctx, 20, 1_000_000)
+			dying := e.binlogRelay(t, testenv.RelayOptions{Name: "dying", Lease: 3 * time.Second, Failpoints: tt.failpoint})
+			if exit := dying.Wait(t, time.Minute); exit.Signal != syscall.SIGKILL {
+				t.Fatalf("relay ended with %v, want SIGKILL at %s\n%s", exit, tt.failpoint, dying.Tail(20))
+			}
+			inHand := failpoint.EventsAtCrash(dying.Log())
+			rescuer := e.binlogRelay(t, testenv.RelayOptions{Name: "rescuer", Lease: 3 * time.Second})
+			rescuer.WaitForMetric(t, "herald_relay_stream_events_total", time.Minute, "the rescuer streams",
+				func(v float64) bool { return v > 0 })
+			lw.stop()
+			_, rolledBack := lw.wait(t)
+			e.waitDrained(t, time.Minute)
+			stop(t, rescuer)
+			report := e.verifyTopic(t, nil, rolledBack)
+			published := map[string]bool{}
+			for _, id := range testenv.Strings(t, e.db.DB, "SELECT id FROM outbox_events WHERE published_at IS NOT NULL") {
+				published[id] = true
+			}
+			for _, id := range inHand {
+				if !published[id] {
+					t.Errorf("event %s the dead leader had in hand is not published", id)
+				}
+			}
+			if tt.acked && (len(inHand) == 0 || report.Duplicates < len(inHand)) {
+				t.Errorf("died after Kafka acknowledged %d events, yet %d duplicates: the batch was not published again", len(inHand), report.Duplicates)
+			}
+		})
+	}
+}
+
+// TestStreamRidesRotationAndSchemaChanges: while a binlog relay streams a
+// writer's events, the binlog rotates twice (FLUSH BINARY LOGS) and a
+// migration adds a column to outbox_events; the stream goes on without
+// reopening, and every event is published in order.
+func TestStreamRidesRotationAndSchemaChanges(t *testing.T) {
+	e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer"})
+	p.WaitForLog(t, "streaming", time.Minute)
+	lw := e.startLiveWriter(ctx, 50, 1_000_000)
+	streamedAtLeast := func(n float64) {
+		t.Helper()
+		p.WaitForMetric(t, "herald_relay_stream_events_total", time.Minute, fmt.Sprintf("%v events streamed", n),
+			func(v float64) bool { return v >= n })
+	}
+	streamedAtLeast(200)
+	testenv.MariaDBRoot(t, "FLUSH BINARY LOGS")
+	streamedAtLeast(400)
+	if _, err := e.db.DB.Exec("ALTER TABLE outbox_events ADD COLUMN extra INT NULL"); err != nil {
+		t.Fatal(err)
+	}
+	streamedAtLeast(600)
+	testenv.MariaDBRoot(t, "FLUSH BINARY LOGS")
+	streamedAtLeast(800)
+	lw.stop()
+	_, rolledBack := lw.wait(t)
+	e.waitDrained(t, time.Minute)
+	if strings.Contains(p.Log(), "stream closed") {
+		t.Errorf("the stream was reopened:\n%s", p.Tail(20))
+	}
+	stop(t, p)
+	e.verifyTopic(t, nil, rolledBack)
+}
+
+// TestStreamSweepsWhenItsPositionIsGone: the stream's checkpoint names a
+// binlog the server no longer has (purged while no relay ran): a relay
+// that starts says so, sweeps the outbox through the polling path, and
+// streams again from the head; nothing is lost.
+func TestStreamSweepsWhenItsPositionIsGone(t *testing.T) {
+	e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+	e.preload(t, 300, 30)
+	p := e.binlogRelay(t, testenv.RelayOptions{Name: "first"})
+	e.waitDrained(t, time.Minute)
+	stop(t, p)
+	e.preload(t, 300, 30) // committed while no relay runs
+	if _, err := e.db.DB.Exec("UPDATE outbox_stream SET position = 'file:mariadb-bin.000000:4'"); err != nil {
+		t.Fatal(err)
+	}
+	q := e.binlogRelay(t, testenv.RelayOptions{Name: "second"})
+	q.WaitForLog(t, "no longer on the server; sweeping", time.Minute)
+	q.WaitForLog(t, "sweep done", time.Minute)
+	e.waitDrained(t, time.Minute)
+	if _, pos := e.checkpoint(t); pos == "file:mariadb-bin.000000:4" {
+		t.Errorf("the checkpoint still names the gone position")
+	}
+	stop(t, q)
+	e.verifyTopic(t, nil, nil)
+}
+
+// TestStreamQuarantinesATooLargeRecord: on a topic whose max.message.bytes
+// is 10,000, the stream meets an event of 50 KB: it fails, goes to the
+// polling path, fails again alone and is quarantined; the later events of
+// its aggregate are held behind it, every other aggregate is published.
+func TestStreamQuarantinesATooLargeRecord(t *testing.T) {
+	maxBytes := "10000"
+	e := newEnv(t, testenv.TopicOptions{Partitions: 2, Configs: map[string]*string{"max.message.bytes": &maxBytes}})
+	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer"})
+	p.WaitForLog(t, "streaming", time.Minute)
+	noise := make([]byte, 37_500)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	big := event("big", 1)
+	big.Payload = json.RawMessage(fmt.Sprintf(`{"order_id":"big","blob":%q}`, base64.StdEncoding.EncodeToString(noise)))
+	events := []outbox.Event{big, event("big", 2), event("big", 3)}
+	for i := range 60 {
+		events = append(events, event(aggName(i%20), i))
+	}
+	ids, err := e.write(context.Background(), true, events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, time.Minute, "the big event quarantined, the rest published", func() (bool, string) {
+		q := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
+		pub := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
+		held := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND published_at IS NULL")
+		return q == 1 && pub == 60 && held == 2, fmt.Sprintf("%d quarantined, %d published, %d held", q, pub, held)
+	})
+	if n, err := p.Metric("herald_relay_stream_handed_over_total"); err != nil || n == 0 {
+		if n2, _ := p.Metric("herald_relay_failures_total"); n2 == 0 {
+			t.Errorf("the stream handed nothing over (%v, %v) and nothing failed", n, err)
+		}
+	}
+	stop(t, p)
+	e.verifyTopic(t, func(r verify.Row) bool { return r.Published }, nil)
+	var quarantined string
+	if err := e.db.DB.QueryRow("SELECT id FROM outbox_events WHERE quarantined_at IS NOT NULL").Scan(&quarantined); err != nil || quarantined != ids[0] {
+		t.Errorf("quarantined %q (%v), want the big event %s", quarantined, err, ids[0])
+	}
+}
+
+// TestBinlogRelayNeedsReplicationGrants: a relay whose user lacks the
+// replication grants stops at start with a message naming them.
+func TestBinlogRelayNeedsReplicationGrants(t *testing.T) {
+	e := newEnv(t, testenv.TopicOptions{Partitions: 1})
+	user := "herald_norepl_" + fmt.Sprint(time.Now().UnixNano()%1_000_000)
+	testenv.MariaDBRoot(t, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY 'x'",
+		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	dsn := strings.Replace(e.db.DSN, "herald:herald@", user+":x@", 1)
+	p := testenv.StartRelay(t, testenv.RelayOptions{Name: "no-grants", DSN: dsn, Brokers: e.brokers,
+		Topics: map[string]string{"order": e.topic}, Env: []string{"HERALD_SOURCE=binlog"}})
+	exit := p.Wait(t, time.Minute)
+	if exit.Code == 0 {
+		t.Fatalf("the relay started without replication grants:\n%s", p.Tail(10))
+	}
+	for _, want := range []string{"REPLICATION SLAVE", "REPLICATION CLIENT", "GRANT"} {
+		if !strings.Contains(p.Log(), want) {
+			t.Errorf("the start-up error does not name %s:\n%s", want, p.Tail(10))
+		}
+	}
 }

@@ -22,7 +22,7 @@ func TestRelayRefusesExplicitInvalidValues(t *testing.T) {
 		env  map[string]string
 		want []string // substrings of the error
 	}{
-		{"lease 0", []string{"--lease=0"}, nil, []string{"--lease: must not be 0s", "10s"}},
+		{"lease 0", []string{"--lease=0"}, nil, []string{"--lease: must not be 0s", "8s"}},
 		{"batch size 0", []string{"--batch-size=0"}, nil, []string{"--batch-size: must not be 0", "500"}},
 		{"max attempts 0", []string{"--max-attempts=0"}, nil, []string{"--max-attempts: must not be 0", "25"}},
 		{"poll interval 0", []string{"--poll-interval=0s"}, nil, []string{"--poll-interval: must not be 0s", "50ms"}},

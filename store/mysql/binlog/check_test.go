@@ -40,10 +40,10 @@ func TestCheckWithoutReplicationGrants(t *testing.T) {
 	const password = "s3cret-nogrant"
 	e := newEnv(t)
 	user := "herald_nogrant_" + e.db.Name[len(e.db.Name)-8:] // the database's random suffix
-	rootExec(t,
+	testenv.MariaDBRoot(t,
 		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
 		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'")
-	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
 
 	cfg, err := driver.ParseDSN(e.db.DSN)
 	if err != nil {
@@ -95,11 +95,11 @@ func TestCheckWithoutReplicationSlave(t *testing.T) {
 	const password = "s3cret-noslave"
 	e := newEnv(t)
 	user := "herald_noslave_" + e.db.Name[len(e.db.Name)-8:]
-	rootExec(t,
+	testenv.MariaDBRoot(t,
 		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
 		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'",
 		"GRANT BINLOG MONITOR ON *.* TO '"+user+"'@'127.0.0.1'")
-	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
 	cfg, err := driver.ParseDSN(e.db.DSN)
 	if err != nil {
 		t.Fatal(err)

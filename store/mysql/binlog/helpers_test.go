@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +19,6 @@ import (
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 )
-
-// stackSocket is the local stack's MariaDB socket, where root logs in
-// without a password (stack/up.sh).
-const stackSocket = "/var/tmp/herald-stack/mariadb/mariadb.sock"
 
 // nextTimeout bounds one wait for a Tx in tests.
 const nextTimeout = 30 * time.Second
@@ -218,21 +212,6 @@ func claimAll(t testing.TB, db *sql.DB) map[string]store.Event {
 		out[e.ID] = e
 	}
 	return out
-}
-
-// rootExec runs statements as MariaDB's root over the stack's socket
-// (herald's user may not create users or rotate binlogs). Without that
-// access the test fails, or under -short is skipped.
-func rootExec(t testing.TB, statements ...string) {
-	t.Helper()
-	out, err := exec.Command("mariadb", "--socket="+stackSocket, "-uroot", "-e", strings.Join(statements, ";\n")).CombinedOutput()
-	if err != nil {
-		msg := fmt.Sprintf("MariaDB root over %s: %v: %s", stackSocket, err, strings.TrimSpace(string(out)))
-		if testing.Short() {
-			t.Skipf("skipped under -short: this test needs %s", msg)
-		}
-		t.Fatal(msg)
-	}
 }
 
 // lastGTIDSeq returns the sequence number of the MariaDB GTID the session

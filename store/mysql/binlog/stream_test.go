@@ -133,14 +133,14 @@ func TestHeartbeatWhileIdle(t *testing.T) {
 // rotation resumes into the next file.
 func TestRotation(t *testing.T) {
 	e := newEnv(t)
-	rootExec(t, "SELECT 1") // skip early under -short without root access
+	testenv.MariaDBRoot(t, "SELECT 1") // skip early under -short without root access
 	gtidReader := e.open(t, e.head(t))
 	fileReader := e.open(t, e.fileHead(t))
 
 	var want [][]string
 	for i := range 3 {
 		want = append(want, e.write(t, orderEvent("a", i)))
-		rootExec(t, "FLUSH BINARY LOGS")
+		testenv.MariaDBRoot(t, "FLUSH BINARY LOGS")
 	}
 	want = append(want, e.write(t, orderEvent("a", 3)))
 
@@ -338,11 +338,11 @@ func TestReconnectAfterLostConnection(t *testing.T) {
 	e := newEnv(t)
 	// A user of its own, so the test finds its stream among the server's.
 	user := "herald_reconnect_" + e.db.Name[len(e.db.Name)-8:]
-	rootExec(t,
+	testenv.MariaDBRoot(t,
 		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
 		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'",
 		"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '"+user+"'@'127.0.0.1'")
-	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
 	dsn, err := driver.ParseDSN(e.db.DSN)
 	if err != nil {
 		t.Fatal(err)
@@ -390,13 +390,13 @@ func TestUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn.Net, dsn.Addr = "unix", stackSocket
+	dsn.Net, dsn.Addr = "unix", testenv.MariaDBSocket
 	db, err := mysql.Open(context.Background(), dsn.FormatDSN())
 	if err != nil {
 		if testing.Short() {
-			t.Skipf("skipped under -short: the stack's socket %s: %v", stackSocket, err)
+			t.Skipf("skipped under -short: the stack's socket %s: %v", testenv.MariaDBSocket, err)
 		}
-		t.Fatalf("the stack's socket %s: %v", stackSocket, err)
+		t.Fatalf("the stack's socket %s: %v", testenv.MariaDBSocket, err)
 	}
 	db.Close()
 	cfg := e.config()
