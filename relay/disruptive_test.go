@@ -176,3 +176,80 @@ func waitForMetadata(t *testing.T, e *env, brokers int) {
 		return len(leaderless) == 0, "partitions without a leader: " + strings.Join(leaderless, ",")
 	})
 }
+
+// TestDisruptiveStreamRidesOutages: a binlog relay streams while, in turn,
+// MariaDB restarts and every Kafka broker stops for 30 seconds. Events
+// written before, between and after arrive in order; during the Kafka
+// outage nothing is quarantined (the stream's batches back off and go to
+// the polling path); after MariaDB's restart the stream goes on from its
+// position.
+func TestDisruptiveStreamRidesOutages(t *testing.T) {
+	const outage = 30 * time.Second
+	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
+	nodes := brokerNodes(t, e.brokers)
+	root := testenv.RepoRoot(t)
+	p := e.relay(t, testenv.RelayOptions{Name: "streamer", Lease: 6 * time.Second,
+		Env: []string{"HERALD_SOURCE=binlog", "HERALD_BACKOFF_CAP=5s"}})
+	p.WaitForLog(t, "streaming", time.Minute)
+	write := func(n, base int) {
+		t.Helper()
+		var batch []outbox.Event
+		for i := range n {
+			batch = append(batch, event(aggName(i%30), base+i))
+		}
+		if _, err := e.write(context.Background(), true, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(300, 0)
+	e.waitDrained(t, time.Minute)
+
+	t.Cleanup(func() {
+		// Whatever happened, leave the servers running.
+		if err := stackNodes(root, "start", append([]string{"mariadb"}, nodes...)); err != nil {
+			t.Errorf("restart servers: %v", err)
+		}
+	})
+	if err := stackNodes(root, "stop", []string{"mariadb"}); err != nil {
+		t.Fatalf("stop mariadb: %v", err)
+	}
+	if err := stackNodes(root, "start", []string{"mariadb"}); err != nil {
+		t.Fatalf("start mariadb: %v", err)
+	}
+	testenv.WaitFor(t, time.Minute, "MariaDB answers", func() (bool, string) {
+		err := e.db.DB.Ping()
+		return err == nil, fmt.Sprint(err)
+	})
+	write(300, 1000)
+	e.waitDrained(t, 2*time.Minute)
+	t.Log("after MariaDB's restart: every event published")
+
+	if err := stackNodes(root, "stop", nodes); err != nil {
+		t.Fatalf("stop brokers: %v", err)
+	}
+	down := time.Now()
+	write(300, 2000)
+	testenv.WaitFor(t, outage+time.Minute, "the end of the outage", func() (bool, string) {
+		if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+			t.Fatalf("%d events quarantined %v into a transient outage", n, time.Since(down).Round(time.Second))
+		}
+		return time.Since(down) >= outage, ""
+	})
+	if err := stackNodes(root, "start", nodes); err != nil {
+		t.Fatalf("start brokers: %v", err)
+	}
+	waitForMetadata(t, e, len(nodes))
+	e.waitDrained(t, 2*time.Minute)
+	if p.Exited() {
+		t.Fatalf("the relay exited: %v\n%s", p.Exit(), p.Tail(20))
+	}
+	streamed, err := p.Metric("herald_relay_stream_events_total")
+	if err != nil || streamed < 900 {
+		t.Errorf("the stream read %v events (%v), want all 900", streamed, err)
+	}
+	stop(t, p)
+	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+		t.Errorf("%d events quarantined", n)
+	}
+	e.verifyTopic(t, nil, nil)
+}
