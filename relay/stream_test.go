@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +74,18 @@ func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 	}
 	if streamed == 0 {
 		t.Error("the stream read no event: everything went through the polling path")
+	}
+	// herald status names the source, the leader and the position.
+	out, _ := exec.Command(testenv.HeraldBinary(t), "status", "--json", "--mysql-dsn", e.db.DSN,
+		"--kafka-brokers", strings.Join(e.brokers, ",")).Output()
+	var status struct {
+		Stream struct{ Source, Leader, Position string } `json:"stream"`
+	}
+	if err := json.Unmarshal(out, &status); err != nil {
+		t.Fatalf("herald status --json: %v\n%s", err, out)
+	}
+	if status.Stream.Source != "binlog" || status.Stream.Leader != "streamer" || status.Stream.Position == "" {
+		t.Errorf("herald status says stream %+v, want source binlog, leader streamer and a position", status.Stream)
 	}
 	stop(t, p)
 	e.verifyTopic(t, nil, rolledBack)

@@ -23,12 +23,29 @@ type relayStatus struct {
 	LeaseLeft time.Duration `json:"lease_left_ns"`
 }
 
+// streamStatus is the binlog stream (docs/design.md, section 9): absent
+// when no relay ever streamed.
+type streamStatus struct {
+	// Source is "binlog" while a leader's lease runs, "poll" otherwise.
+	Source string `json:"source"`
+	Leader string `json:"leader,omitempty"`
+	Epoch  uint64 `json:"epoch"`
+	// LeaseLeft is the time until the leader's lease ends unless renewed;
+	// negative when it ended.
+	LeaseLeft time.Duration `json:"lease_left_ns"`
+	Position  string        `json:"position"`
+	// CheckpointAge is the time since the position last moved; 0 before
+	// it ever did.
+	CheckpointAge time.Duration `json:"checkpoint_age_ns"`
+}
+
 // statusReport is `herald status --json`.
 type statusReport struct {
 	At          time.Time                `json:"at"`
 	Backlog     store.Backlog            `json:"backlog"`
 	Relays      []relayStatus            `json:"relays"`
 	FreeBuckets int                      `json:"free_buckets"`
+	Stream      *streamStatus            `json:"stream,omitempty"`
 	Quarantined []store.QuarantinedEvent `json:"quarantined"`
 	Partitions  []kafka.PartitionOffset  `json:"partitions,omitempty"`
 	Lag         []kafka.PartitionLag     `json:"consumer_lag,omitempty"`
@@ -86,6 +103,9 @@ command exits 1.`,
 			if rep.Relays, rep.FreeBuckets, err = relayStatuses(ctx, st); err != nil {
 				return err
 			}
+			if rep.Stream, err = readStreamStatus(ctx, st); err != nil {
+				return err
+			}
 			if rep.Quarantined, err = st.ListQuarantined(ctx, store.QuarantineFilter{Limit: 10}); err != nil {
 				return err
 			}
@@ -137,6 +157,28 @@ func kafkaStatus(ctx context.Context, kf *kafkaFlags, topics, groups []string, r
 	return err
 }
 
+// readStreamStatus reads the binlog stream's row.
+func readStreamStatus(ctx context.Context, st *store.Store) (*streamStatus, error) {
+	l, now, err := st.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.Epoch == 0 {
+		return nil, nil // no relay ever streamed
+	}
+	s := &streamStatus{Source: "poll", Leader: l.Leader, Epoch: l.Epoch, Position: l.Position}
+	if l.Leader != "" {
+		s.LeaseLeft = l.Expires.Sub(now)
+		if s.LeaseLeft > 0 {
+			s.Source = "binlog"
+		}
+	}
+	if !l.CheckpointedAt.IsZero() {
+		s.CheckpointAge = now.Sub(l.CheckpointedAt)
+	}
+	return s, nil
+}
+
 // relayStatuses groups the bucket table by owner.
 func relayStatuses(ctx context.Context, st *store.Store) ([]relayStatus, int, error) {
 	now, leases, err := st.Buckets(ctx)
@@ -179,6 +221,18 @@ func printStatus(cmd *cobra.Command, rep statusReport) {
 	fmt.Fprintf(w, "  discarded\t%d\t\n", b.Discarded)
 	fmt.Fprintf(w, "  published in the last hour\t%d\t\n\n", b.PublishedLastHour)
 
+	if st := rep.Stream; st != nil {
+		fmt.Fprintln(w, "STREAM (--source binlog)\t\t")
+		switch {
+		case st.Source == "binlog":
+			fmt.Fprintf(w, "  leader\t%s\tepoch %d, lease %s left\n", st.Leader, st.Epoch, st.LeaseLeft.Round(time.Second))
+		case st.Leader != "":
+			fmt.Fprintf(w, "  leader\t%s\tEXPIRED %s ago: a standby takes over at its next turn\n", st.Leader, (-st.LeaseLeft).Round(time.Second))
+		default:
+			fmt.Fprintln(w, "  leader\t(none)\tnobody streams: the polling relays share the buckets")
+		}
+		fmt.Fprintf(w, "  position\t%s\tcheckpointed %s ago\n\n", st.Position, age(st.CheckpointAge))
+	}
 	fmt.Fprintln(w, "RELAYS\tBUCKETS\tLEASE")
 	for _, r := range rep.Relays {
 		lease := "renewed, " + r.LeaseLeft.Round(time.Second).String() + " left"
