@@ -23,6 +23,7 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/relay/binlogsource"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
@@ -249,6 +250,20 @@ func (s *claimStats) String() string {
 // pool and producer as separate processes would have, and returns a
 // function that stops them.
 func runRelays(b *testing.B, d *testenv.Database, brokers []string, topic string, n int, stats *claimStats) (stop func()) {
+	return runRelaysWith(b, d, brokers, topic, n, stats, benchRelay{})
+}
+
+// benchRelay is how the benchmark's relays differ from the defaults.
+type benchRelay struct {
+	// binlog streams (--source binlog: one leads, the others stand by),
+	// with the producer lingering 0 as `herald relay` sets it.
+	binlog bool
+	// pollInterval, when set, replaces the default.
+	pollInterval time.Duration
+}
+
+// runRelaysWith is runRelays with non-default settings.
+func runRelaysWith(b *testing.B, d *testenv.Database, brokers []string, topic string, n int, stats *claimStats, opts benchRelay) (stop func()) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var closers []func()
@@ -258,14 +273,21 @@ func runRelays(b *testing.B, d *testenv.Database, brokers []string, topic string
 		if err != nil {
 			b.Fatal(err)
 		}
-		producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench",
-			DeliveryTimeout: relay.LeaseDefault * 2 / 3})
+		pc := kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench", DeliveryTimeout: relay.LeaseDefault * 2 / 3}
+		cfg := relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
+			Logger: warnLogger(), Observer: stats, PollInterval: opts.pollInterval}
+		if opts.binlog {
+			pc.Linger = -1
+			if cfg.Stream, err = binlogsource.New(ctx, db, d.DSN, warnLogger()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		producer, err := kafka.NewProducer(pc)
 		if err != nil {
 			b.Fatal(err)
 		}
 		closers = append(closers, func() { producer.Close(); db.Close() })
-		r, err := relay.New(relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
-			Logger: warnLogger(), Observer: stats}, mysql.NewStore(db), producer)
+		r, err := relay.New(cfg, mysql.NewStore(db), producer)
 		if err != nil {
 			b.Fatal(err)
 		}

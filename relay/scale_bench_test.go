@@ -212,11 +212,44 @@ func procCPU(pid string) time.Duration {
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
 
-// benchDelivery measures the delay from an event's commit to its append
-// on the topic (the broker's LogAppendTime) with one relay of default
-// settings, while a writer commits events at a steady 1,000 per second
-// (10 per transaction, every 10 ms) for 30 s.
+// deliveryVariants are the relays benchDelivery compares.
+var deliveryVariants = []struct {
+	name string
+	opts benchRelay
+}{
+	{"poll, defaults", benchRelay{}},
+	{"poll, --poll-interval 10ms", benchRelay{pollInterval: 10 * time.Millisecond}},
+	{"binlog, defaults", benchRelay{binlog: true}},
+}
+
+// benchDelivery measures the delay from an event's commit to its append on
+// the topic for each of deliveryVariants, in interleaved repetitions.
 func benchDelivery(b *testing.B) {
+	type sample struct{ p50, p99, max time.Duration }
+	samples := map[string][]sample{}
+	for rep := 1; rep <= benchReps(); rep++ {
+		for _, v := range deliveryVariants {
+			p50, p99, maxDelay := deliveryOnce(b, v.opts)
+			samples[v.name] = append(samples[v.name], sample{p50, p99, maxDelay})
+			fmt.Printf("rep %d delivery %-28s p50 %v, p99 %v, max %v\n", rep, v.name, p50, p99, maxDelay)
+		}
+	}
+	fmt.Printf("\n| delivery at 1,000 events/s, commit → append (medians of %d) | p50 | p99 | max |\n| --- | ---: | ---: | ---: |\n", benchReps())
+	for _, v := range deliveryVariants {
+		ss := samples[v.name]
+		ms := func(f func(sample) time.Duration) float64 {
+			return median(ss, func(s sample) float64 { return float64(f(s).Microseconds()) / 1000 })
+		}
+		fmt.Printf("| %s | %.1f ms | %.1f ms | %.1f ms |\n", v.name, ms(func(s sample) time.Duration { return s.p50 }),
+			ms(func(s sample) time.Duration { return s.p99 }), ms(func(s sample) time.Duration { return s.max }))
+	}
+}
+
+// deliveryOnce measures the delay from an event's commit to its append on
+// the topic (the broker's LogAppendTime) with one relay, while a writer
+// commits events at a steady 1,000 per second (10 per transaction, every
+// 10 ms) for 30 s.
+func deliveryOnce(b *testing.B, opts benchRelay) (p50, p99, maxDelay time.Duration) {
 	const (
 		rate     = 1000
 		perTx    = 10
@@ -227,7 +260,7 @@ func benchDelivery(b *testing.B) {
 	appendTime := "LogAppendTime"
 	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12,
 		Configs: map[string]*string{"message.timestamp.type": &appendTime}})
-	stop := runRelays(b, d, brokers, topic, 1, &claimStats{})
+	stop := runRelaysWith(b, d, brokers, topic, 1, &claimStats{}, opts)
 	defer stop()
 
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
@@ -311,9 +344,7 @@ func benchDelivery(b *testing.B) {
 	p := func(q float64) time.Duration {
 		return delays[int(q*float64(len(delays)-1))].Round(100 * time.Microsecond)
 	}
-	b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
-	fmt.Printf("delivery at %d events/s for %v (1 relay, defaults: poll interval %v, batch %d): %d events, commit → append p50 %v, p99 %v, max %v\n",
-		rate, duration, relay.PollIntervalDefault, relay.BatchSizeDefault, written, p(0.5), p(0.99), delays[len(delays)-1].Round(100*time.Microsecond))
+	return p(0.5), p(0.99), delays[len(delays)-1].Round(100 * time.Microsecond)
 }
 
 // benchIdle measures what one idle relay costs the database: statements
