@@ -76,7 +76,7 @@ func (b reader) Next(ctx context.Context) (relay.StreamTx, error) {
 }
 
 func (b reader) Lag() (int64, float64) { return b.r.Lag() }
-func (b reader) Close() error         { return b.r.Close() }
+func (b reader) Close() error          { return b.r.Close() }
 
 // streamError says a purged position in the relay's terms.
 func streamError(err error) error {
