@@ -14,6 +14,26 @@ MARIADB_SOCKET=$MARIADB_DIR/mariadb.sock
 MARIADB_PIDFILE=$MARIADB_DIR/mariadb.pid
 KAFKA_DIR=$STACK_DIR/kafka
 
+# PostgreSQL: Debian's newest installed server, run from its own data
+# directory under the stack dir (no systemd, no Debian cluster).
+PG_DIR=$STACK_DIR/postgres
+PG_DATA=$PG_DIR/data
+PG_CONF=$PG_DIR/postgresql.conf
+PG_LOG=$PG_DIR/log/postgresql.log
+pg_bin() {
+  local v
+  v=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$v" ] && echo "/usr/lib/postgresql/$v/bin"
+}
+# pg_as_postgres CMD...: PostgreSQL's tools refuse to run as root.
+pg_as_postgres() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
 # Kafka layout. One broker: a combined broker+controller node (id 1) on 9092,
 # its controller listener on 19092. Three brokers: a dedicated controller
 # (id 100, port 19090) and broker-only nodes 1..3 on 9092..9094, so that any

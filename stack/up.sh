@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# up.sh: install what is missing, then start MariaDB and Apache Kafka (KRaft).
+# up.sh: install what is missing, then start MariaDB, PostgreSQL and Apache
+# Kafka (KRaft).
 # Idempotent: a second run finds everything running and changes nothing.
 #
 #   KAFKA_BROKERS=3 stack/up.sh    three brokers on 9092-9094 + a controller
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 NODE="$REPO_DIR/stack/node.sh"
+source "$REPO_DIR/stack/postgres/setup.sh"
 
 case "$KAFKA_BROKERS" in 1|3) ;; *) fail "KAFKA_BROKERS must be 1 or 3, not '$KAFKA_BROKERS'" ;; esac
 
@@ -14,6 +16,7 @@ install_packages() {
   command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
   command -v mariadb >/dev/null || missing+=(mariadb-client)
   command -v kcat >/dev/null || missing+=(kcat)
+  pg_bin >/dev/null || missing+=(postgresql)
   command -v java >/dev/null || missing+=(default-jre-headless)
   command -v mvn >/dev/null || missing+=(maven)
   [ -d /usr/share/zoneinfo ] || missing+=(tzdata)
@@ -163,6 +166,7 @@ configure_mariadb
 "$NODE" start mariadb
 create_herald_user
 load_time_zones
+up_postgres
 resolve_kafka_jars
 configure_kafka
 for id in $(kafka_nodes); do "$NODE" start "kafka-$id"; done
@@ -173,6 +177,9 @@ herald stack is up ($(( $(date +%s) - start )) s)
   MariaDB  127.0.0.1:3306  user herald / herald, database herald
            HERALD_MYSQL_DSN default: herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC
            log: $MARIADB_DIR/log/error.log   binlog: $MARIADB_DIR/binlog
+  PostgreSQL 127.0.0.1:5432  role herald / herald, database herald
+           HERALD_DATABASE_URL for it: postgres://herald:herald@127.0.0.1:5432/herald
+           log: $PG_LOG
   Kafka    $(kafka_bootstrap)  ($KAFKA_BROKERS broker(s), KRaft)
            logs: $KAFKA_DIR/node-*/log/server.log
 INFO
