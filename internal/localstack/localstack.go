@@ -1,6 +1,7 @@
 // Package localstack says where herald finds its servers when nothing else is
-// configured: the MariaDB and Kafka that `make up` starts, overridable by the
-// HERALD_MYSQL_DSN and HERALD_KAFKA_BROKERS environment variables.
+// configured: the MariaDB, PostgreSQL and Kafka that `make up` starts,
+// overridable by the HERALD_MYSQL_DSN, HERALD_POSTGRES_URL and
+// HERALD_KAFKA_BROKERS environment variables.
 package localstack
 
 import (
@@ -11,6 +12,8 @@ import (
 const (
 	// MySQLDSNDefault is the DSN of `make up`'s MariaDB.
 	MySQLDSNDefault = "herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC"
+	// PostgresURLDefault is the URL of `make up`'s PostgreSQL.
+	PostgresURLDefault = "postgres://herald:herald@127.0.0.1:5432/herald"
 	// KafkaBrokersDefault is the bootstrap address of `make up`'s Kafka.
 	KafkaBrokersDefault = "127.0.0.1:9092"
 )
@@ -21,6 +24,15 @@ func MySQLDSN() string {
 		return v
 	}
 	return MySQLDSNDefault
+}
+
+// PostgresURL returns HERALD_POSTGRES_URL, or PostgresURLDefault when it is
+// unset.
+func PostgresURL() string {
+	if v := os.Getenv("HERALD_POSTGRES_URL"); v != "" {
+		return v
+	}
+	return PostgresURLDefault
 }
 
 // KafkaBrokers returns the comma-separated HERALD_KAFKA_BROKERS, or

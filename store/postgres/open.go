@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// IsURL reports whether dsn is a PostgreSQL connection URL
+// (postgres://... or postgresql://...).
+func IsURL(dsn string) bool {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// ParseURL parses a connection URL and adds what herald relies on: the
+// session in UTC (herald never depends on it, but operators' casts to
+// timestamp and the server's log then agree with herald's UTC times) and
+// application_name "herald" unless the URL names one. Every setting pgx
+// knows is accepted (sslmode, connect_timeout, default_query_exec_mode,
+// ...). Its errors never echo the password.
+func ParseURL(dsn string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url: %w", parseError(err))
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["timezone"] = "UTC"
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "herald"
+	}
+	return cfg, nil
+}
+
+// parseError is pgx's reason a URL did not parse, without the URL itself
+// (pgx masks the password, but a URL error inside quotes the URL whole).
+func parseError(err error) error {
+	var perr *pgconn.ParseConfigError
+	if !errors.As(err, &perr) || perr.Unwrap() == nil {
+		return errors.New("cannot be parsed")
+	}
+	inner := perr.Unwrap()
+	var uerr *url.Error
+	if errors.As(inner, &uerr) {
+		return uerr.Err
+	}
+	return inner
+}
+
+// Open connects to the database dsn names (a postgres:// URL, see
+// ParseURL) through pgx's database/sql driver and checks that it answers.
+// Times read from it are in UTC.
+func Open(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := ParseURL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(scanTimesInUTC))
+	db.SetConnMaxLifetime(5 * time.Minute)
+	db.SetConnMaxIdleTime(time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres at %s: %w", Address(dsn), err)
+	}
+	return db, nil
+}
+
+// scanTimesInUTC makes timestamptz values scan as UTC times (pgx's default
+// is the process's local zone): the same instants, printed as herald's
+// logs and the MySQL dialect print them.
+func scanTimesInUTC(_ context.Context, conn *pgx.Conn) error {
+	conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+		Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+	return nil
+}
+
+// Address returns the host, port and database of dsn without credentials,
+// for logs and error messages.
+func Address(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return "(unparsable url)"
+		}
+		return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
+	}
+	return u.Host + u.Path
+}
