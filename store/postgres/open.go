@@ -43,19 +43,29 @@ func ParseURL(dsn string) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
-// parseError is pgx's reason a URL did not parse, without the URL itself
-// (pgx masks the password, but a URL error inside quotes the URL whole).
+// parseError is pgx's reason a URL did not parse, without the URL: pgx's
+// message quotes it with the password masked as best it can, and a URL
+// error inside quotes it whole.
 func parseError(err error) error {
 	var perr *pgconn.ParseConfigError
-	if !errors.As(err, &perr) || perr.Unwrap() == nil {
+	if !errors.As(err, &perr) {
 		return errors.New("cannot be parsed")
 	}
+	reason := "cannot be parsed"
+	msg := perr.Error() // "cannot parse `<url>`: <reason>[ (<inner>)]"
+	if i := strings.Index(msg, "`: "); strings.HasPrefix(msg, "cannot parse `") && i >= 0 {
+		reason = msg[i+3:]
+	}
 	inner := perr.Unwrap()
+	if inner == nil {
+		return errors.New(reason)
+	}
+	reason, _, _ = strings.Cut(reason, " (")
 	var uerr *url.Error
 	if errors.As(inner, &uerr) {
-		return uerr.Err
+		inner = uerr.Err
 	}
-	return inner
+	return fmt.Errorf("%s: %w", reason, inner)
 }
 
 // Open connects to the database dsn names (a postgres:// URL, see
