@@ -15,10 +15,10 @@ import (
 
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	db, err := mysql.Open(ctx, env.DSN)
+	db, dialect, err := database.Open(ctx, env.DSN)
 	if err != nil {
 		return err
 	}
@@ -53,11 +53,11 @@ func run(log *slog.Logger) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}
-	if err := stock.Seed(setupCtx, db, env.Seed); err != nil {
+	if err := stock.Seed(setupCtx, db, dialect, env.Seed); err != nil {
 		return err
 	}
 	cfg := env.Config
-	cfg.DB = db
+	cfg.DB, cfg.Dialect = db, dialect
 	cfg.Logger = log
 	stopMetrics, err := serveMetrics(ctx, &cfg, log)
 	if err != nil {

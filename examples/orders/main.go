@@ -6,7 +6,8 @@
 // Environment:
 //
 //	HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
-//	HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
+//	HERALD_DATABASE_URL           a postgres:// URL for PostgreSQL, else a MySQL/MariaDB DSN (default: the
+//	                              local stack's MariaDB); HERALD_MYSQL_DSN is its alias
 //	HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
 //
 // It applies herald's schema and its own on start, logs JSON to stderr and
@@ -24,9 +25,9 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func main() {
@@ -52,13 +53,13 @@ func run() int {
 		}
 		cfg.AllowRollbackHeader = allow
 	}
-	dsn := localstack.MySQLDSN()
-	if _, err := mysql.NormalizeDSN(dsn); err != nil {
-		fmt.Fprintf(os.Stderr, "orders: HERALD_MYSQL_DSN: %v\n", err)
+	dsn, variable := localstack.DatabaseURL()
+	if err := database.Check(dsn); err != nil {
+		fmt.Fprintf(os.Stderr, "orders: %s: %v\n", variable, err)
 		return 2
 	}
 
-	db, err := mysql.Open(ctx, dsn)
+	db, dialect, err := database.Open(ctx, dsn)
 	if err != nil {
 		log.Error("open database", "error", err.Error())
 		return 1
@@ -66,7 +67,7 @@ func run() int {
 	defer db.Close()
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	cfg.DB = db
+	cfg.DB, cfg.Dialect = db, dialect
 
 	migrateCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/examples/warehouse/server"
-	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/internal/database"
 )
 
 func main() {
@@ -26,7 +26,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	env := server.EnvFrom(os.Getenv)
-	db, err := mysql.Open(ctx, env.DSN)
+	db, dialect, err := database.Open(ctx, env.DSN)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func run(log *slog.Logger) error {
 	if _, err := server.Migrations.Up(migrateCtx, db); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	srv, err := server.New(server.Config{Addr: env.Addr, DB: db, Logger: log})
+	srv, err := server.New(server.Config{Addr: env.Addr, DB: db, Dialect: dialect, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // envFlags collects a command's flag -> environment variable bindings.
@@ -23,24 +23,25 @@ func (e envFlags) bind(cmd *cobra.Command) {
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd, e) }
 }
 
-// dbFlags is the --mysql-dsn flag shared by every command that talks to the
-// database.
+// dbFlags is the --database-url flag (alias --mysql-dsn) shared by every
+// command that talks to the database (database.go).
 type dbFlags struct {
-	dsn string
+	dsn, mysqlDSN        string
+	urlGiven, mysqlGiven bool
 }
 
 func (f *dbFlags) register(cmd *cobra.Command, env envFlags) {
-	cmd.Flags().StringVar(&f.dsn, "mysql-dsn", localstack.MySQLDSNDefault,
-		"MySQL/MariaDB DSN; UTC settings are added")
-	env["mysql-dsn"] = "HERALD_MYSQL_DSN"
+	f.registerDatabase(cmd, env)
 }
 
-// open connects, naming the flag when the DSN cannot be parsed.
+// open connects, naming the flag when the address cannot be parsed.
 func (f *dbFlags) open(ctx context.Context) (*sql.DB, error) {
-	if _, err := mysql.NormalizeDSN(f.dsn); err != nil {
-		return nil, usageError{fmt.Errorf("--mysql-dsn: %w", err)}
+	dsn, err := f.url()
+	if err != nil {
+		return nil, err
 	}
-	return mysql.Open(ctx, f.dsn)
+	db, _, err := database.Open(ctx, dsn)
+	return db, err
 }
 
 // kafkaFlags is the --kafka-brokers flag.

@@ -48,7 +48,11 @@ three.`,
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(os.TempDir(), "herald-demo-"+time.Now().Format("20060102-150405"))
 			}
-			cfg.MySQLDSN, cfg.Brokers, cfg.Out = db.dsn, kf.brokers, cmd.OutOrStdout()
+			dsn, err := db.url()
+			if err != nil {
+				return err
+			}
+			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, cmd.OutOrStdout()
 			if f, ok := cmd.OutOrStdout().(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 					cfg.Live = true
@@ -56,7 +60,7 @@ three.`,
 			}
 			return drillConfigError(drill.RunDemo(cmd.Context(), cfg), map[string]string{
 				"BinDir": "--bin-dir", "DBPrefix": "--db-prefix", "Rate": "--rate", "Duration": "--duration",
-				"MySQLDSN": "--mysql-dsn", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
+				"DatabaseURL": "--database-url", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
 			})
 		},
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // MetricsAddrDefault is where the relay serves /healthz, /readyz and
@@ -121,11 +121,12 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			defer producer.Close()
 
-			s, err := relay.NewService(svc, mysql.NewStore(conn), producer)
+			s, err := relay.NewService(svc, store.New(conn, db.dialect()), producer)
 			if err != nil {
 				return err
 			}
-			logger.Info("relay connecting", "mysql", mysql.Address(db.dsn), "kafka_brokers", strings.Join(kf.brokers, ","))
+			dsn, _ := db.url()
+			logger.Info("relay connecting", "database", database.Address(dsn), "kafka_brokers", strings.Join(kf.brokers, ","))
 			err = s.Run(ctx)
 			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
 				return fmt.Errorf("--metrics-addr %s: %w", svc.MetricsAddr, err)

@@ -14,7 +14,6 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func newReplayCommand() *cobra.Command {
@@ -106,7 +105,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
 						float64(n)/max(time.Since(start).Seconds(), 0.001))
 				},
-			}, mysql.NewStore(conn), producer)
+			}, store.New(conn, db.dialect()), producer)
 			if err != nil {
 				return usageError{err}
 			}

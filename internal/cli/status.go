@@ -11,7 +11,6 @@ import (
 
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // statusReport is `herald status --json`.
@@ -43,7 +42,7 @@ func newStatusCommand() *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			st := mysql.NewStore(conn)
+			st := store.New(conn, db.dialect())
 			rep := statusReport{At: time.Now().UTC()}
 			if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
 				return err

@@ -7,6 +7,11 @@ package database
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+
+	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -15,6 +20,9 @@ import (
 
 // IsPostgres reports whether dsn names a PostgreSQL database.
 func IsPostgres(dsn string) bool { return postgres.IsURL(dsn) }
+
+// OnPostgres reports whether d is PostgreSQL's dialect.
+func OnPostgres(d store.Dialect) bool { return d.Name() == (postgres.Dialect{}).Name() }
 
 // Dialect returns dsn's dialect.
 func Dialect(dsn string) store.Dialect {
@@ -61,4 +69,49 @@ func Address(dsn string) string {
 		return postgres.Address(dsn)
 	}
 	return mysql.Address(dsn)
+}
+
+// Rebind returns a statement written with MySQL's ? placeholders in d's
+// form: $1, $2, ... for PostgreSQL. A ? inside a quoted literal is left
+// alone. The examples write their own SQL once this way (with
+// CURRENT_TIMESTAMP(6), which both databases know, for the clock).
+func Rebind(d store.Dialect, query string) string {
+	if !OnPostgres(d) {
+		return query
+	}
+	var b strings.Builder
+	n, quoted := 0, false
+	for _, r := range query {
+		switch {
+		case r == '\'':
+			quoted = !quoted
+		case r == '?' && !quoted:
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// IsDuplicate reports whether err is a unique-key violation: MySQL's
+// ER_DUP_ENTRY or PostgreSQL's SQLSTATE 23505 (which also aborts the
+// PostgreSQL transaction).
+func IsDuplicate(err error) bool {
+	var myErr *driver.MySQLError
+	if errors.As(err, &myErr) {
+		return myErr.Number == 1062
+	}
+	var pgErr interface{ SQLState() string }
+	return errors.As(err, &pgErr) && pgErr.SQLState() == "23505"
+}
+
+// Microseconds is an interval of ? microseconds, for Rebind'd statements:
+// MySQL's INTERVAL ? MICROSECOND, PostgreSQL's multiple of an interval.
+func Microseconds(d store.Dialect) string {
+	if OnPostgres(d) {
+		return "(? * INTERVAL '1 microsecond')"
+	}
+	return "INTERVAL ? MICROSECOND"
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+	"github.com/herald-outbox/herald/internal/database"
 )
 
 // Defaults of DemoConfig's fields.
@@ -26,12 +27,12 @@ const (
 )
 
 // DemoConfig shapes `herald demo`: the drills' pipeline with a steady load
-// and no fault. BinDir, MySQLDSN, Brokers and RunDir are required.
+// and no fault. BinDir, DatabaseURL, Brokers and RunDir are required.
 type DemoConfig struct {
-	BinDir   string
-	MySQLDSN string
-	Brokers  []string
-	RunDir   string
+	BinDir      string
+	DatabaseURL string
+	Brokers     []string
+	RunDir      string
 	// DBPrefix names the databases PREFIXorders, PREFIXinventory and
 	// PREFIXwarehouse, recreated at every run and left afterwards for
 	// `herald status`. Defaults to "herald_demo_".
@@ -72,7 +73,7 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 		dc.Out = io.Discard
 	}
 	cfg := Config{
-		BinDir: dc.BinDir, MySQLDSN: dc.MySQLDSN, Brokers: dc.Brokers, RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
+		BinDir: dc.BinDir, DatabaseURL: dc.DatabaseURL, Brokers: dc.Brokers, RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
 		Rate: dc.Rate, Out: dc.Out,
 	}.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -87,7 +88,7 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 	p.quiet = true
 	defer p.close(false)
 
-	fmt.Fprintf(out, "herald demo: orders API -> MariaDB (order + outbox event in one transaction) -> 2 relays -> Kafka -> inventory consumer (inbox) -> warehouse API\n")
+	fmt.Fprintf(out, "herald demo: orders API -> %s (order + outbox event in one transaction) -> 2 relays -> Kafka -> inventory consumer (inbox) -> warehouse API\n", serverName(dc.DatabaseURL))
 	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := p.setup(setupCtx); err != nil {
@@ -186,7 +187,7 @@ loop:
 		fmt.Fprintf(out, "            last readings saved: %s\n", strings.Join(snapshots, " "))
 	}
 	fmt.Fprintf(out, "  logs      %s\n", filepath.Join(dc.RunDir, "*.log"))
-	fmt.Fprintf(out, "  look      HERALD_MYSQL_DSN=<your DSN with database %s> herald status --topics %s --groups %s\n",
+	fmt.Fprintf(out, "  look      HERALD_DATABASE_URL=<your URL with database %s> herald status --topics %s --groups %s\n",
 		p.dbNames[0], p.topic, p.group)
 	failures := v.Failures(5)
 	if n, err := p.deadLettered(vctx); err == nil && n > 0 {
@@ -272,4 +273,12 @@ func (p *pipeline) deleteOldTopics(ctx context.Context) {
 			p.adm.DeleteTopic(ctx, t)
 		}
 	}
+}
+
+// serverName names the database server dsn reaches, for the demo's banner.
+func serverName(dsn string) string {
+	if database.IsPostgres(dsn) {
+		return "PostgreSQL"
+	}
+	return "MariaDB"
 }

@@ -26,6 +26,19 @@ func MySQLDSN() string {
 	return MySQLDSNDefault
 }
 
+// DatabaseURL returns the database herald's programs use when no flag
+// names one, and the variable it came from: HERALD_DATABASE_URL, else its
+// alias HERALD_MYSQL_DSN, else MySQLDSNDefault (variable ""). A
+// postgres:// URL names PostgreSQL, anything else a MySQL DSN.
+func DatabaseURL() (dsn, variable string) {
+	for _, v := range []string{"HERALD_DATABASE_URL", "HERALD_MYSQL_DSN"} {
+		if dsn := os.Getenv(v); dsn != "" {
+			return dsn, v
+		}
+	}
+	return MySQLDSNDefault, ""
+}
+
 // PostgresURL returns HERALD_POSTGRES_URL, or PostgresURLDefault when it is
 // unset.
 func PostgresURL() string {

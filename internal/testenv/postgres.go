@@ -3,11 +3,10 @@ package testenv
 import (
 	"context"
 	"net/url"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/postgres"
@@ -106,27 +105,8 @@ func requirePostgres(t testing.TB, err error) {
 func (d *Database) Store() *store.Store { return store.New(d.DB, d.Dialect) }
 
 // SQL returns a test's own statement, written with ? placeholders, in d's
-// dialect: $1, $2, ... on PostgreSQL. A ? inside a quoted literal is left
-// alone.
-func (d *Database) SQL(query string) string {
-	if d.Server != PostgreSQL {
-		return query
-	}
-	var b strings.Builder
-	n, quoted := 0, false
-	for _, r := range query {
-		switch {
-		case r == '\'':
-			quoted = !quoted
-		case r == '?' && !quoted:
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// dialect (database.Rebind).
+func (d *Database) SQL(query string) string { return database.Rebind(d.Dialect, query) }
 
 // Count runs a COUNT(*) query written with ? placeholders (see SQL).
 func (d *Database) Count(t testing.TB, query string, args ...any) int {

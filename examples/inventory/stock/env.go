@@ -12,7 +12,7 @@ import (
 // Env is the inventory binary's configuration, read from HERALD_*
 // variables (see the command's documentation for the list).
 type Env struct {
-	// DSN is the inventory's database.
+	// DSN is the inventory's database: a postgres:// URL, or a MySQL DSN.
 	DSN string
 	// Seed is the stock created at start for SKUs that have none.
 	Seed map[string]int64
@@ -32,9 +32,11 @@ func SeedDefault() map[string]int64 {
 // EnvFrom reads Env with getenv (os.Getenv in the binary); an invalid value
 // is an error naming its variable.
 func EnvFrom(getenv func(string) string) (Env, error) {
-	e := Env{DSN: localstack.MySQLDSN(), Seed: SeedDefault()}
-	if v := getenv("HERALD_MYSQL_DSN"); v != "" {
-		e.DSN = v
+	e := Env{DSN: localstack.MySQLDSNDefault, Seed: SeedDefault()}
+	for _, name := range []string{"HERALD_MYSQL_DSN", "HERALD_DATABASE_URL"} { // the alias, then the name
+		if v := getenv(name); v != "" {
+			e.DSN = v
+		}
 	}
 	c := &e.Config
 	c.Brokers = localstack.SplitBrokers(localstack.KafkaBrokersDefault)

@@ -70,7 +70,7 @@ func TestSameEventDeliveredFiveTimes(t *testing.T) {
 // reserved or called; the next order that fits is reserved.
 func TestShortStockRejectsOnce(t *testing.T) {
 	f := newFixture(t, 1)
-	if err := stock.Seed(t.Context(), f.db.DB, map[string]int64{"SKU-1": 3}); err != nil {
+	if err := stock.Seed(t.Context(), f.db.DB, f.db.Dialect, map[string]int64{"SKU-1": 3}); err != nil {
 		t.Fatal(err)
 	}
 	_, tooBig := event(t, contract.TypeOrderCreated, 1, contract.OrderItem{SKU: "SKU-1", Quantity: 5, UnitPrice: "1.00"})
