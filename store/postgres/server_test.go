@@ -226,4 +226,3 @@ func TestWriterRetriesSerializationFailure(t *testing.T) {
 		t.Errorf("the retried event has aggregate_seq %d (%v), want 3", seq, err)
 	}
 }
-
