@@ -65,8 +65,10 @@ func (s *givenString) String() string {
 	return *s.p
 }
 
+// Set records v; an empty value names no database, so it counts as not
+// given.
 func (s *givenString) Set(v string) error {
-	*s.p, *s.set = v, true
+	*s.p, *s.set = v, v != ""
 	return nil
 }
 
