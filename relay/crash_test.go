@@ -46,12 +46,16 @@ type death struct {
 // another lease (attempts >= 2, locked_by another relay) and published;
 // kcat finds nothing lost and every aggregate in order.
 func TestKilledRelaysLoseNothing(t *testing.T) {
+	testenv.OnEachServer(t, testKilledRelaysLoseNothing)
+}
+
+func testKilledRelaysLoseNothing(t *testing.T, server testenv.Server) {
 	const (
 		backlog    = 6_000
 		aggregates = 200
 		lease      = 2 * time.Second
 	)
-	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
+	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 6})
 	e.preload(t, backlog, aggregates)
 
 	slots := []*slot{
@@ -81,7 +85,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 	// leasedBy lists the unpublished rows a relay id holds: for a dead
 	// relay, the batch it was working on.
 	leasedBy := func(relayID string) []string {
-		return testenv.Strings(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = ? AND published_at IS NULL", relayID)
+		return e.db.Strings(t, "SELECT id FROM outbox_events WHERE locked_by = ? AND published_at IS NULL", relayID)
 	}
 	var deaths []death
 	began := time.Now()
@@ -120,7 +124,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 			writers = append(writers, e.startLiveWriter(ctx, aggregates, 500))
 			return false, fmt.Sprintf("%d deaths", len(deaths))
 		}
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d deaths, %d unpublished", len(deaths), n)
 	})
 	var rolledBack []string
@@ -143,7 +147,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 			var lockedBy string
 			var attempts int
 			var published bool
-			if err := e.db.DB.QueryRow("SELECT locked_by, attempts, published_at IS NOT NULL FROM outbox_events WHERE id = ?", id).
+			if err := e.db.DB.QueryRow(e.db.SQL("SELECT locked_by, attempts, published_at IS NOT NULL FROM outbox_events WHERE id = ?"), id).
 				Scan(&lockedBy, &attempts, &published); err != nil {
 				t.Fatal(err)
 			}

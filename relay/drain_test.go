@@ -47,7 +47,7 @@ func TestThreeRelaysDrainWhileWriting(t *testing.T) {
 				t.Fatalf("%s exited: %v\n%s", p.Name, p.Exit(), p.Tail(20))
 			}
 		}
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return writerDoneAt > 0 && n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	committed, rolledBack := lw.wait(t)
@@ -58,13 +58,13 @@ func TestThreeRelaysDrainWhileWriting(t *testing.T) {
 
 	// Every relay took part: the drain was shared, not serialized.
 	for _, p := range relays {
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = ?", p.Name)
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = ?", p.Name)
 		t.Logf("%s published %d events", p.Name, n)
 		if n == 0 {
 			t.Errorf("%s published nothing", p.Name)
 		}
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events"); n != backlog+committed {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events"); n != backlog+committed {
 		t.Errorf("outbox holds %d events, want %d committed", n, backlog+committed)
 	}
 	e.verifyTopic(t, nil, rolledBack)

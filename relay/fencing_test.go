@@ -19,8 +19,12 @@ import (
 // holds; every event reaches the topic twice (at least once, not exactly
 // once).
 func TestStaleRelayCannotMarkAfterTakeover(t *testing.T) {
+	testenv.OnEachServer(t, testStaleRelayCannotMarkAfterTakeover)
+}
+
+func testStaleRelayCannotMarkAfterTakeover(t *testing.T, server testenv.Server) {
 	const events = 60
-	e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 3})
 	var batch []outbox.Event
 	for i := range events {
 		batch = append(batch, event(aggName(i%12), i))
@@ -32,13 +36,13 @@ func TestStaleRelayCannotMarkAfterTakeover(t *testing.T) {
 	stale := e.relay(t, testenv.RelayOptions{Name: "stale", Lease: 2 * time.Second,
 		Failpoints: "relay.after_ack_before_mark=sleep(8s)"})
 	testenv.WaitFor(t, 30*time.Second, "stale relay claims the batch", func() (bool, string) {
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'stale'")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'stale'")
 		return n == events, fmt.Sprintf("%d of %d leased by stale", n, events)
 	})
 
 	fresh := e.relay(t, testenv.RelayOptions{Name: "fresh", Lease: 30 * time.Second})
 	testenv.WaitFor(t, 30*time.Second, "fresh relay takes over and publishes", func() (bool, string) {
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'fresh' AND published_at IS NOT NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'fresh' AND published_at IS NOT NULL")
 		return n == events, fmt.Sprintf("%d of %d published by fresh", n, events)
 	})
 
@@ -48,7 +52,7 @@ func TestStaleRelayCannotMarkAfterTakeover(t *testing.T) {
 
 	// The stale mark matched nothing: every row still carries the fresh
 	// lease, claimed twice.
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'fresh' AND attempts = 2 AND published_at IS NOT NULL"); n != events {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'fresh' AND attempts = 2 AND published_at IS NOT NULL"); n != events {
 		t.Errorf("%d of %d rows published under fresh's lease after 2 attempts", n, events)
 	}
 	report := e.verifyTopic(t, nil, nil)

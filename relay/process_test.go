@@ -75,7 +75,7 @@ func TestSigtermFinishesTheBatch(t *testing.T) {
 
 	var claimed []string
 	testenv.WaitFor(t, 30*time.Second, "first batch claimed", func() (bool, string) {
-		claimed = testenv.Strings(t, e.db.DB, "SELECT id FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL")
+		claimed = e.db.Strings(t, "SELECT id FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL")
 		return len(claimed) > 0, "nothing claimed"
 	})
 	if err := p.Signal(syscall.SIGTERM); err != nil {
@@ -88,10 +88,10 @@ func TestSigtermFinishesTheBatch(t *testing.T) {
 		t.Errorf("no clean stop logged:\n%s", p.Tail(10))
 	}
 
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE locked_by = 'relay-term' AND published_at IS NULL"); n > 0 {
 		t.Errorf("%d rows left leased to the stopped relay", n)
 	}
-	published := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
+	published := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
 	for _, id := range claimed {
 		var ok bool
 		if err := e.db.DB.QueryRow("SELECT published_at IS NOT NULL FROM outbox_events WHERE id = ?", id).Scan(&ok); err != nil {

@@ -16,9 +16,13 @@ var twoOfSKU1 = contract.OrderItem{SKU: "SKU-1", Quantity: 2, UnitPrice: "9.99"}
 // TestSameEventDeliveredFiveTimes re-produces one order.created five times:
 // one reservation, one warehouse effect, four duplicate hits. Then the
 // order.cancelled, delivered twice, releases the stock once and makes one
-// more warehouse effect.
+// more warehouse effect; on each database server.
 func TestSameEventDeliveredFiveTimes(t *testing.T) {
-	f := newFixture(t, 1)
+	testenv.OnEachServer(t, testSameEventDeliveredFiveTimes)
+}
+
+func testSameEventDeliveredFiveTimes(t *testing.T, on testenv.Server) {
+	f := newFixtureOn(t, on, 1)
 	createdID, created := event(t, contract.TypeOrderCreated, 7, twoOfSKU1)
 	f.produce(t, "7", created, created, created, created, created)
 	svc := runService(t, f, stock.Config{})
