@@ -178,7 +178,7 @@ herald stack is up ($(( $(date +%s) - start )) s)
            HERALD_MYSQL_DSN default: herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC
            log: $MARIADB_DIR/log/error.log   binlog: $MARIADB_DIR/binlog
   PostgreSQL 127.0.0.1:5432  role herald / herald, database herald
-           HERALD_DATABASE_URL for it: postgres://herald:herald@127.0.0.1:5432/herald
+           HERALD_DATABASE_URL for it: postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable
            log: $PG_LOG
   Kafka    $(kafka_bootstrap)  ($KAFKA_BROKERS broker(s), KRaft)
            logs: $KAFKA_DIR/node-*/log/server.log

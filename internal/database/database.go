@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	driver "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -114,4 +115,25 @@ func Microseconds(d store.Dialect) string {
 		return "(? * INTERVAL '1 microsecond')"
 	}
 	return "INTERVAL ? MICROSECOND"
+}
+
+// Unavailable reports whether err says the PostgreSQL server cannot serve
+// at all right now: a connection it refused or dropped while starting,
+// stopping or restarting (SQLSTATE class 08, 57P01..57P03), or a failed
+// connect. MySQL's equivalents reach callers as network errors or the
+// driver's ErrInvalidConn, which they check themselves.
+func Unavailable(err error) bool {
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	var pgErr interface{ SQLState() string }
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch code := pgErr.SQLState(); {
+	case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03":
+		return true
+	}
+	return false
 }

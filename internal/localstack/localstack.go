@@ -12,8 +12,9 @@ import (
 const (
 	// MySQLDSNDefault is the DSN of `make up`'s MariaDB.
 	MySQLDSNDefault = "herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC"
-	// PostgresURLDefault is the URL of `make up`'s PostgreSQL.
-	PostgresURLDefault = "postgres://herald:herald@127.0.0.1:5432/herald"
+	// PostgresURLDefault is the URL of `make up`'s PostgreSQL (no TLS on
+	// the loopback: sslmode=disable saves pgx's TLS attempt per connection).
+	PostgresURLDefault = "postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable"
 	// KafkaBrokersDefault is the bootstrap address of `make up`'s Kafka.
 	KafkaBrokersDefault = "127.0.0.1:9092"
 )
