@@ -24,9 +24,6 @@ const (
 // Servers lists every database server, for tests that run on each.
 var Servers = []Server{MariaDB, PostgreSQL}
 
-// NodeName is the server's name for stack/node.sh.
-func (s Server) NodeName() string { return string(s) }
-
 // OnEachServer runs fn as a subtest per database server, named after it.
 // Subtests run one after the other, like the package's other tests.
 func OnEachServer(t *testing.T, fn func(t *testing.T, s Server)) {
