@@ -54,15 +54,6 @@ func Open(ctx context.Context, dsn string) (*sql.DB, store.Dialect, error) {
 	return db, mysql.Dialect{}, err
 }
 
-// OpenStore is Open wrapped in herald's store.
-func OpenStore(ctx context.Context, dsn string) (*store.Store, error) {
-	db, d, err := Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	return store.New(db, d), nil
-}
-
 // Address returns dsn's server and database without credentials, for logs
 // and error messages.
 func Address(dsn string) string {
@@ -136,4 +127,23 @@ func Unavailable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// DropDatabase drops database name (if it exists) on the server db is
+// connected to, which speaks d: for the drills' and tests' throwaway
+// databases. On PostgreSQL a plain DROP first (it stops an autovacuum
+// worker on the database by itself, which a forced drop may not terminate
+// for a non-superuser), then, if sessions remain (a killed process's), a
+// forced one.
+func DropDatabase(ctx context.Context, db *sql.DB, d store.Dialect, name string) error {
+	if !OnPostgres(d) {
+		_, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
+		return err
+	}
+	_, err := db.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`"`)
+	var pgErr interface{ SQLState() string }
+	if errors.As(err, &pgErr) && pgErr.SQLState() == "55006" { // object_in_use: other sessions
+		_, err = db.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
+	}
+	return err
 }

@@ -119,7 +119,7 @@ func (p *pipeline) setup(ctx context.Context) error {
 		return fmt.Errorf("database server: %w", err)
 	}
 	for i, name := range p.dbNames {
-		if _, err := p.server.ExecContext(ctx, p.dropDatabase(name)); err != nil {
+		if err := database.DropDatabase(ctx, p.server, p.dialect, name); err != nil {
 			return fmt.Errorf("drop database %s: %w", name, err)
 		}
 		create := "CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
@@ -161,16 +161,6 @@ func (p *pipeline) setup(ctx context.Context) error {
 	p.note("databases %s, topic %s (%d partitions, replication factor %d, min.insync.replicas %d, %d broker(s))",
 		strings.Join(p.dbNames[:], ", "), p.topic, kafka.TopicPartitionsDefault, p.replication, minISR, p.brokers)
 	return nil
-}
-
-// dropDatabase is the statement that drops database name, with the
-// sessions still on it (PostgreSQL refuses to drop a database in use; a
-// killed process may have left one).
-func (p *pipeline) dropDatabase(name string) string {
-	if database.OnPostgres(p.dialect) {
-		return `DROP DATABASE IF EXISTS "` + name + `" WITH (FORCE)`
-	}
-	return "DROP DATABASE IF EXISTS `" + name + "`"
 }
 
 // sql returns a statement written with ? placeholders in the database's
@@ -434,7 +424,7 @@ func (p *pipeline) close(drop bool) {
 	}
 	if drop && p.server != nil {
 		for _, name := range p.dbNames {
-			if _, err := p.server.ExecContext(ctx, p.dropDatabase(name)); err != nil {
+			if err := database.DropDatabase(ctx, p.server, p.dialect, name); err != nil {
 				p.note("drop database %s: %v", name, err)
 			}
 		}

@@ -70,8 +70,7 @@ func NewPostgresDatabase(t testing.TB) *Database {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		// FORCE: a killed child process may leave a session behind.
-		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
+		if err := database.DropDatabase(ctx, admin, postgres.Dialect{}, name); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})

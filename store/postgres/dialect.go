@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/herald-outbox/herald/store"
@@ -51,18 +49,6 @@ func holdUntil(h store.Hold) any {
 		return nil
 	}
 	return h.Until.UTC()
-}
-
-// params numbers n placeholders from $first: "$3, $4, $5".
-func params(first, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(first+i))
-	}
-	return b.String()
 }
 
 // affected returns a statement's affected rows.
