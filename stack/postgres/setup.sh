@@ -37,7 +37,25 @@ SQL
   fi
 }
 
+# stop_debian_clusters: installing Debian's package creates a cluster of
+# its own ("main", port 5432) and may start it through its init script; the
+# stack runs its own data directory on that port instead, so Debian's is
+# stopped and set not to start by itself.
+stop_debian_clusters() {
+  command -v pg_lsclusters >/dev/null || return 0
+  local ver name port status rest
+  while read -r ver name port status rest; do
+    [ -f "/etc/postgresql/$ver/$name/start.conf" ] || continue
+    if [ "$status" = online ] || [ "$status" = "online,recovery" ]; then
+      step "stop Debian's own postgresql cluster $ver/$name (the stack runs its own)"
+      pg_ctlcluster "$ver" "$name" stop || fail "pg_ctlcluster $ver $name stop"
+    fi
+    grep -qx manual "/etc/postgresql/$ver/$name/start.conf" || echo manual >"/etc/postgresql/$ver/$name/start.conf"
+  done < <(pg_lsclusters --no-header 2>/dev/null)
+}
+
 up_postgres() {
+  stop_debian_clusters
   configure_postgres
   "$NODE" start postgres
   create_postgres_role
