@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,11 +51,18 @@ func Encode(e Envelope) ([]byte, error) {
 	if !json.Valid(e.Data) {
 		return nil, fmt.Errorf("encode envelope %s: data is not valid JSON", e.EventID)
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
+	// Without HTML escaping, Data is copied as written (less insignificant
+	// whitespace), so a record stays within the payload plus a bounded
+	// overhead: escaping turns each <, >, &, U+2028 and U+2029 into six
+	// bytes, which could push a payload the writer accepted past the
+	// producer's and the topic's limits.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
 		return nil, fmt.Errorf("encode envelope %s: %w", e.EventID, err)
 	}
-	return b, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Parse decodes an envelope, ignoring fields it does not know, and checks
@@ -63,24 +71,35 @@ func Encode(e Envelope) ([]byte, error) {
 func Parse(b []byte) (Envelope, error) {
 	var e Envelope
 	if err := json.Unmarshal(b, &e); err != nil {
-		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Envelope{}, malformedError{err}
 	}
 	switch {
+	case !bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{")):
+		// null decodes into an empty Envelope without an error.
+		return Envelope{}, malformedError{errors.New("not a JSON object")}
 	case e.EventID == "":
 		return Envelope{}, ErrMissingID
 	case !isUUID(e.EventID):
 		// Consumers key their inbox on the id (CHAR(36)): anything else
 		// could not be deduplicated reliably.
-		return Envelope{}, fmt.Errorf("%w: event_id %.40q is not a UUID", ErrMalformed, e.EventID)
+		return Envelope{}, malformedError{fmt.Errorf("event_id %.40q is not a UUID", e.EventID)}
 	case e.Type == "":
 		return Envelope{}, ErrMissingType
 	case e.Version == 0:
 		return Envelope{}, ErrMissingVersion
 	case len(e.Data) == 0:
-		return Envelope{}, fmt.Errorf("%w: no data", ErrMalformed)
+		return Envelope{}, malformedError{errors.New("no data")}
 	}
 	return e, nil
 }
+
+// malformedError is ErrMalformed with its reason, kept apart so a
+// DecodeError can carry the reason as its Cause without repeating the
+// sentinel's text.
+type malformedError struct{ reason error }
+
+func (e malformedError) Error() string   { return ErrMalformed.Error() + ": " + e.reason.Error() }
+func (e malformedError) Unwrap() []error { return []error{ErrMalformed, e.reason} }
 
 // isUUID reports whether s is a UUID in its canonical 36-character form
 // (8-4-4-4-12 hexadecimal digits), in either case.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,6 +169,67 @@ func TestRegisterPanicsOnProgrammingErrors(t *testing.T) {
 				}
 			}()
 			tt.do(envelope.NewRegistry())
+		})
+	}
+}
+
+// TestEncodeCopiesDataUnescaped: the envelope carries its data byte for
+// byte (only insignificant whitespace removed), so a record is the payload
+// plus a bounded overhead. encoding/json's default would write each <, >, &,
+// U+2028 and U+2029 as a 6-byte \u escape, and a payload the writer accepts
+// could grow past the producer's and the topic's limits.
+func TestEncodeCopiesDataUnescaped(t *testing.T) {
+	data := `{"note":"<b>fish & chips</b>` + "\u2028\u2029" + `","n":[1, 2]}`
+	b, err := envelope.Encode(envelope.Envelope{EventID: id, Type: "t<&>", Version: 1, Data: json.RawMessage(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"data":{"note":"<b>fish & chips</b>` + "\u2028\u2029" + `","n":[1,2]}}`; !strings.HasSuffix(string(b), want) {
+		t.Errorf("Encode = %s, want it to end with %s", b, want)
+	}
+	if !strings.Contains(string(b), `"type":"t<&>"`) {
+		t.Errorf("Encode = %s, want the type unescaped", b)
+	}
+	if _, err := envelope.Parse(b); err != nil {
+		t.Errorf("Parse(Encode) = %v", err)
+	}
+}
+
+// TestDecodeErrorMessages: what a dead letter's herald-dlq-error header and
+// the consumer's log say about records that cannot be decoded: the sentinel
+// once (not "malformed envelope: malformed envelope: ..."), no version that
+// the record did not carry, and `null` is malformed, not an envelope
+// without an id.
+func TestDecodeErrorMessages(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		wantClass string
+		want      string
+	}{
+		{"not json", `{"event_id":`, envelope.ClassMalformed,
+			"decode event: malformed envelope: unexpected end of JSON input"},
+		{"null", `null`, envelope.ClassMalformed, "decode event: malformed envelope: not a JSON object"},
+		{"a string", `"hello"`, envelope.ClassMalformed,
+			"decode event: malformed envelope: json: cannot unmarshal string into Go value of type envelope.Envelope"},
+		{"no event_id", `{"type":"order.created","version":1,"data":{}}`, envelope.ClassMissingID,
+			"decode event (order.created v1): envelope has no event_id"},
+		{"no event_id nor version", `{"type":"order.created","data":{}}`, envelope.ClassMissingID,
+			"decode event (order.created): envelope has no event_id"},
+		{"id not a uuid", `{"event_id":"order-1","type":"order.created","version":1,"data":{}}`, envelope.ClassMalformed,
+			`decode event order-1 (order.created v1): malformed envelope: event_id "order-1" is not a UUID`},
+		{"version of the wrong type", `{"event_id":"` + id + `","type":"order.created","version":"1","data":{}}`, envelope.ClassMalformed,
+			"decode event " + id + " (order.created): malformed envelope: json: cannot unmarshal string into Go struct field Envelope.version of type uint16"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := contract.NewRegistry().Decode([]byte(tt.in))
+			if got := envelope.ErrorClass(err); got != tt.wantClass {
+				t.Errorf("class %q, want %q (%v)", got, tt.wantClass, err)
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Error() = %q\nwant      %q", err, tt.want)
+			}
 		})
 	}
 }

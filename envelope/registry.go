@@ -70,8 +70,11 @@ func (e *DecodeError) Error() string {
 	if e.EventID != "" {
 		msg += " " + e.EventID
 	}
-	if e.Type != "" {
+	switch {
+	case e.Type != "" && e.Version > 0:
 		msg += fmt.Sprintf(" (%s v%d)", e.Type, e.Version)
+	case e.Type != "":
+		msg += " (" + e.Type + ")"
 	}
 	msg += ": " + e.Err.Error()
 	if e.Cause != nil {
@@ -180,25 +183,23 @@ func (r *Registry) Decode(b []byte) (Event, error) {
 	e, err := Parse(b)
 	if err != nil {
 		de := &DecodeError{Err: err}
-		// Name what could be read, for logs and dead letters.
+		// Name what could be read, for logs and dead letters. A field of
+		// the wrong type is skipped; the others are still read.
 		var partial struct {
 			EventID string `json:"event_id"`
 			Type    string `json:"type"`
+			Version uint16 `json:"version"`
 		}
-		if json.Unmarshal(b, &partial) == nil {
-			de.EventID, de.Type = partial.EventID, partial.Type
+		var wrongType *json.UnmarshalTypeError
+		if err := json.Unmarshal(b, &partial); err == nil || errors.As(err, &wrongType) {
+			de.EventID, de.Type, de.Version = partial.EventID, partial.Type, partial.Version
 		}
 		if len(de.EventID) > 64 {
 			de.EventID = de.EventID[:64]
 		}
-		for _, sentinel := range []error{ErrMalformed, ErrMissingID, ErrMissingType, ErrMissingVersion} {
-			if errors.Is(err, sentinel) {
-				de.Err = sentinel
-				if err != sentinel {
-					de.Cause = errors.New(err.Error())
-				}
-				break
-			}
+		var malformed malformedError
+		if errors.As(err, &malformed) {
+			de.Err, de.Cause = ErrMalformed, malformed.reason
 		}
 		return Event{}, de
 	}

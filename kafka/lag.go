@@ -42,9 +42,9 @@ func EndOffsets(ctx context.Context, adm *kadm.Client, topics ...string) ([]Part
 	return out, firstErr
 }
 
-// GroupLags returns the lag of groups on every partition of topics; with no
-// groups named, of every group the cluster knows that has committed an
-// offset on one of topics.
+// GroupLags returns the lag of groups on every partition of topics, sorted
+// by group, topic and partition; with no groups named, of every group the
+// cluster knows that has committed an offset on one of topics.
 func GroupLags(ctx context.Context, adm *kadm.Client, groups []string, topics ...string) ([]PartitionLag, error) {
 	named := len(groups) > 0
 	if !named {
@@ -69,6 +69,7 @@ func GroupLags(ctx context.Context, adm *kadm.Client, groups []string, topics ..
 			out = append(out, lags...)
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out, nil
 }
 
@@ -87,9 +88,10 @@ type PartitionLag struct {
 	Lag int64 `json:"lag"`
 }
 
-// GroupLag returns the lag of group on every partition of topics and its
-// total: end offsets (read_committed) minus committed offsets. A partition
-// without a commit counts from its log start.
+// GroupLag returns the lag of group on every partition of topics, sorted by
+// topic and partition, and its total: end offsets (read_committed) minus
+// committed offsets. A partition without a commit counts from its log
+// start.
 func GroupLag(ctx context.Context, adm *kadm.Client, group string, topics ...string) (int64, []PartitionLag, error) {
 	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
 	if err != nil {
@@ -128,6 +130,12 @@ func GroupLag(ctx context.Context, adm *kadm.Client, group string, topics ...str
 		pl.Lag = max(0, pl.End-from)
 		total += pl.Lag
 		out = append(out, pl)
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
 	})
 	return total, out, firstErr
 }

@@ -29,8 +29,12 @@ type TopicSpec struct {
 	Partitions        int32
 	ReplicationFactor int16
 	MinInsyncReplicas int
-	// Configs are further topic configs (e.g. max.message.bytes).
+	// Configs are further topic configs (e.g. retention.ms).
 	Configs map[string]string
+	// MaxRecordBytes, when set, is the largest record the topic must
+	// accept (the relays' ProducerConfig.MaxRecordBytes): a new topic gets
+	// it as max.message.bytes unless Configs sets one.
+	MaxRecordBytes int
 }
 
 // TopicChange says what EnsureTopic did.
@@ -62,6 +66,10 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, allowKey
 		if spec.MinInsyncReplicas > 0 {
 			isr := strconv.Itoa(spec.MinInsyncReplicas)
 			configs["min.insync.replicas"] = &isr
+		}
+		if _, set := configs["max.message.bytes"]; !set && spec.MaxRecordBytes > 0 {
+			maxBytes := strconv.Itoa(spec.MaxRecordBytes)
+			configs["max.message.bytes"] = &maxBytes
 		}
 		created, err := CreateTopicIfMissing(ctx, adm, spec.Name, spec.Partitions, spec.ReplicationFactor, configs)
 		if err != nil {
@@ -160,6 +168,9 @@ type TopicDescription struct {
 	Partitions        []PartitionState  `json:"partitions"`
 	ReplicationFactor int               `json:"replication_factor"`
 	Configs           map[string]string `json:"configs"`
+	// Warnings are problems a check found (CheckTopicLimit), for the
+	// operator.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PartitionState is one partition's leader and replicas.

@@ -45,12 +45,12 @@ func NewBacklog(reg prometheus.Registerer, reader BacklogReader, interval time.D
 	return &Backlog{
 		reader: reader, interval: interval, log: log,
 		events: f.gaugeVec("herald_outbox_events",
-			"Unpublished outbox events by state: ready, leased, backing_off, held, quarantined, discarded.", "state"),
+			"Unpublished outbox events by state: ready (including those in flight), backing_off, held, quarantined, discarded.", "state"),
 		pending: f.gauge("herald_outbox_pending_events",
-			"Events still to publish: ready + leased + backing_off + held (quarantined excluded)."),
+			"Events still to publish: ready + backing_off + held (quarantined excluded)."),
 		oldest: f.gaugeVec("herald_outbox_oldest_age_seconds",
 			"Age of the oldest unpublished event: claimable (time since it became claimable), "+
-				"parked (leased, backing off or held; since it occurred), quarantined (since it occurred).", "state"),
+				"parked (backing off or held; since it occurred), quarantined (since it occurred).", "state"),
 		heldAggs: f.gauge("herald_outbox_held_aggregates",
 			"Aggregates whose later events are held back behind a failing, quarantined or in-flight event."),
 		sampledAt: f.gauge("herald_outbox_backlog_sampled_timestamp_seconds",
@@ -83,12 +83,12 @@ func (b *Backlog) runOnce(ctx context.Context) {
 		return
 	}
 	for state, n := range map[string]int64{
-		"ready": bl.Ready, "leased": bl.Leased, "backing_off": bl.BackingOff, "held": bl.Held,
+		"ready": bl.Ready, "backing_off": bl.BackingOff, "held": bl.Held,
 		"quarantined": bl.Quarantined, "discarded": bl.Discarded,
 	} {
 		b.events.WithLabelValues(state).Set(float64(n))
 	}
-	b.pending.Set(float64(bl.Ready + bl.Leased + bl.BackingOff + bl.Held))
+	b.pending.Set(float64(bl.Ready + bl.BackingOff + bl.Held))
 	b.oldest.WithLabelValues("claimable").Set(bl.OldestReadyAge.Seconds())
 	b.oldest.WithLabelValues("parked").Set(bl.OldestParkedAge.Seconds())
 	b.oldest.WithLabelValues("quarantined").Set(bl.OldestQuarantinedAge.Seconds())

@@ -59,7 +59,8 @@ func (fixedBacklog) ReadBacklog(context.Context) (store.Backlog, error) {
 func TestDocumentedMetricsAreExported(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	relay := metrics.NewRelay(reg)
-	relay.Claimed(store.Claim{Events: make([]store.Event, 3), Held: 1, Skipped: 1, Steals: 1, Duration: time.Millisecond})
+	relay.Claimed(store.Claim{Events: make([]store.Event, 3), Held: 1, Duration: time.Millisecond})
+	relay.Rebalanced(store.Rebalance{Ownership: store.Ownership{Buckets: map[int]uint64{0: 1}}, TakenOver: 1})
 	relay.Published("orders.v1", 4, 3)
 	relay.PublishedBatch(time.Millisecond, 3)
 	relay.Failed("timeout", false)

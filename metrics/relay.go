@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -15,33 +16,34 @@ type Relay struct {
 	claimDuration   prometheus.Histogram
 	batchSize       prometheus.Histogram
 	held            prometheus.Counter
-	skipped         prometheus.Counter
-	leaseSteals     prometheus.Counter
+	bucketsOwned    prometheus.Gauge
+	takeovers       prometheus.Counter
 	lostLeases      prometheus.Counter
 	published       *prometheus.CounterVec
 	publishDuration prometheus.Histogram
 	attempts        prometheus.Counter
 	failures        *prometheus.CounterVec
 	quarantined     prometheus.Counter
+	configuration   *prometheus.GaugeVec
 }
 
 // NewRelay registers the relay's collectors on reg.
 func NewRelay(reg prometheus.Registerer) *Relay {
 	f := factory{reg}
-	return &Relay{
-		claims: f.counter("herald_relay_claims_total", "Claim transactions run (including empty ones)."),
+	m := &Relay{
+		claims: f.counter("herald_relay_claims_total", "Claims run (including empty ones)."),
 		claimDuration: f.histogram("herald_relay_claim_duration_seconds",
-			"Duration of one claim transaction.", prometheus.ExponentialBuckets(0.0005, 2, 14)),
+			"Duration of one claim.", prometheus.ExponentialBuckets(0.0005, 2, 14)),
 		batchSize: f.histogram("herald_relay_batch_size",
-			"Events leased by one claim.", []float64{0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}),
+			"Events taken by one claim.", []float64{0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}),
 		held: f.counter("herald_relay_held_total",
-			"Candidates parked behind an earlier event of their aggregate that backs off or is quarantined."),
-		skipped: f.counter("herald_relay_skipped_total",
-			"Candidates passed over because an earlier event of their aggregate was in flight with another relay."),
-		leaseSteals: f.counter("herald_relay_lease_steals_total",
-			"Events taken over from another relay's expired lease."),
+			"Candidates held behind an earlier event of their aggregate that backs off or is quarantined."),
+		bucketsOwned: f.gauge("herald_relay_buckets_owned",
+			"Buckets this relay owns (of 64): it claims only their events."),
+		takeovers: f.counter("herald_relay_bucket_takeovers_total",
+			"Buckets this relay took over from a relay whose lease had expired (died, hung or lost the database)."),
 		lostLeases: f.counter("herald_relay_lost_leases_total",
-			"Events this relay could not settle because another relay had taken its expired lease."),
+			"Events this relay could not settle because another relay had taken over their bucket."),
 		published: f.counterVec("herald_relay_published_total",
 			"Records acknowledged by Kafka, by topic and partition (partition hotspots).", "topic", "partition"),
 		publishDuration: f.histogram("herald_relay_publish_duration_seconds",
@@ -52,7 +54,13 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 		failures: f.counterVec("herald_relay_failures_total",
 			"Failed publications by error class.", "class"),
 		quarantined: f.counter("herald_relay_quarantined_total", "Events quarantined by this relay."),
+		configuration: f.gaugeVec("herald_relay_configuration_failure",
+			"1 while a Kafka configuration failure of this class (authentication, tls, authorization, configuration) stops publishing.", "class"),
 	}
+	for _, class := range kafka.ConfigurationClasses() {
+		m.configuration.WithLabelValues(class).Set(0)
+	}
+	return m
 }
 
 // Claimed implements relay.Observer.
@@ -61,8 +69,12 @@ func (m *Relay) Claimed(c store.Claim) {
 	m.claimDuration.Observe(c.Duration.Seconds())
 	m.batchSize.Observe(float64(len(c.Events)))
 	m.held.Add(float64(c.Held))
-	m.skipped.Add(float64(c.Skipped))
-	m.leaseSteals.Add(float64(c.Steals))
+}
+
+// Rebalanced implements relay.RebalanceObserver.
+func (m *Relay) Rebalanced(rb store.Rebalance) {
+	m.bucketsOwned.Set(float64(len(rb.Ownership.Buckets)))
+	m.takeovers.Add(float64(rb.TakenOver))
 }
 
 // Published implements relay.Observer.
@@ -81,6 +93,18 @@ func (m *Relay) Failed(class string, quarantined bool) {
 	m.failures.WithLabelValues(class).Inc()
 	if quarantined {
 		m.quarantined.Inc()
+	}
+}
+
+// ConfigurationFailure implements relay.ConfigurationObserver: class is
+// the failure now stopping publishing, "" when it resumed.
+func (m *Relay) ConfigurationFailure(class string) {
+	for _, c := range kafka.ConfigurationClasses() {
+		v := 0.0
+		if c == class {
+			v = 1
+		}
+		m.configuration.WithLabelValues(c).Set(v)
 	}
 }
 

@@ -83,19 +83,14 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 	}
 	poison := addEvent(t, d, "poison", 50_000)
 	behind := addEvent(t, d, "poison", 100)
-	// An abandoned lease: a relay that died, to be taken over.
-	if _, err := st.Claim(ctx, store.ClaimRequest{RelayID: "dead-relay", Limit: 1, Lease: time.Second, Policy: store.OrderHold}); err != nil {
-		t.Fatal(err)
-	}
+	// A relay that died owning every bucket, to be taken over.
+	testenv.Claim(t, st, "dead-relay", time.Second, 1)
 	metrics.SampleBacklog(ctx, backlog)
 	first := gather(t, reg, "herald_outbox_oldest_age_seconds", map[string]string{"state": "claimable"})
 	testenv.Eventually(t, time.Minute, "the claimable age to grow", func() bool {
 		metrics.SampleBacklog(ctx, backlog)
 		return gather(t, reg, "herald_outbox_oldest_age_seconds", map[string]string{"state": "claimable"}) > first+0.2
 	})
-	if got := gather(t, reg, "herald_outbox_events", map[string]string{"state": "leased"}); got != 1 {
-		t.Errorf("leased gauge %v, want 1 (the dead relay's lease)", got)
-	}
 
 	producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: brokers, DeliveryTimeout: 10 * time.Second})
 	if err != nil {
@@ -121,8 +116,7 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 		metrics.SampleBacklog(ctx, backlog)
 		return gather(t, reg, "herald_relay_quarantined_total", nil) == 1 &&
 			sumSeries(t, reg, "herald_relay_published_total") == 6 &&
-			gather(t, reg, "herald_outbox_events", map[string]string{"state": "quarantined"}) == 1 &&
-			gather(t, reg, "herald_outbox_events", map[string]string{"state": "leased"}) == 0
+			gather(t, reg, "herald_outbox_events", map[string]string{"state": "quarantined"}) == 1
 	})
 	// Kafka refuses the whole partition batch, so the poison event's first
 	// failure may take innocent records along; they succeed when retried,
@@ -130,8 +124,11 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 	if got := gather(t, reg, "herald_relay_failures_total", map[string]string{"class": kafka.ClassTooLarge}); got < 2 {
 		t.Errorf("failures_total{class=too_large} = %v, want at least 2 (first try, then alone)", got)
 	}
-	if got := gather(t, reg, "herald_relay_lease_steals_total", nil); got != 1 {
-		t.Errorf("lease_steals_total = %v, want 1 (the dead relay's event)", got)
+	if got := gather(t, reg, "herald_relay_bucket_takeovers_total", nil); got != store.BucketCount {
+		t.Errorf("bucket_takeovers_total = %v, want %d (every bucket of the dead relay)", got, store.BucketCount)
+	}
+	if got := gather(t, reg, "herald_relay_buckets_owned", nil); got != store.BucketCount {
+		t.Errorf("buckets_owned = %v, want %d", got, store.BucketCount)
 	}
 	if got := gather(t, reg, "herald_relay_publish_attempts_total", nil); got < 7 {
 		t.Errorf("publish_attempts_total = %v, want at least 7", got)
@@ -141,7 +138,7 @@ func TestRelayAndBacklogSeriesMove(t *testing.T) {
 	}
 
 	metrics.SampleBacklog(ctx, backlog)
-	for state, want := range map[string]float64{"ready": 0, "leased": 0, "quarantined": 1, "held": 1} {
+	for state, want := range map[string]float64{"ready": 0, "quarantined": 1, "held": 1} {
 		if got := gather(t, reg, "herald_outbox_events", map[string]string{"state": state}); got != want {
 			t.Errorf("herald_outbox_events{state=%q} = %v, want %v", state, got, want)
 		}

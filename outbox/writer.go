@@ -18,7 +18,11 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// MaxPayloadBytesDefault is Config.MaxPayloadBytes's default: 1 MiB.
+// MaxPayloadBytesDefault is Config.MaxPayloadBytes's default: 1 MiB. The
+// relays' default record limit (kafka.MaxRecordBytesDefault, also the
+// max.message.bytes `herald topics create` sets) has room for such a
+// payload with its envelope, key and headers; a larger limit here needs
+// both raised to match.
 const MaxPayloadBytesDefault = 1 << 20
 
 // Config shapes a Writer. Dialect is required; other zero fields take their

@@ -35,13 +35,17 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkRelay -benchtime 1x -timeout 90m ./relay/
 //
-// BenchmarkRelay/<server>/drain/* drains a backlog of 100,000 1 KB events
-// over 1,000 aggregates: with herald's relay (in-process Relay.Run, each
-// relay with its own producer and connection pool, as separate processes
-// would have) and with the reference loop of the specification's source
-// material, in SQL both databases speak. On PostgreSQL the one-relay drain
-// then deletes the published events (Cleanup) and reports the table's dead
-// tuples and size, before and after autovacuum.
+// BenchmarkRelay/<server>/drain/interleaved drains a backlog of 100,000
+// 1 KB events over 1,000 aggregates with a bare claim+mark loop (the limit)
+// and with 1, 2 and 3 herald relays (in-process Relay.Run, each with its
+// own producer and connection pool, as separate processes would have), in
+// interleaved repetitions (HERALD_BENCH_REPS, default 3), and prints
+// medians; on PostgreSQL the first one-relay drain then deletes the
+// published events (Cleanup) and reports the table's dead tuples and size,
+// before and after autovacuum. drain/reference runs the reference loop of
+// the specification's source material, in SQL both databases speak.
+// delivery measures commit → append at 1,000 events/s with one relay's
+// defaults, idle what an idle relay costs the database.
 // BenchmarkRelay/<server>/claim/* times Claim at backlogs of 1,000 and
 // 1,000,000 events. Afterwards the benchmark purges the binary logs it made
 // (as MariaDB's root over the stack's socket) when it can. A trial run at a
@@ -68,10 +72,11 @@ func BenchmarkRelay(b *testing.B) {
 	for _, server := range testenv.Servers {
 		b.Run(string(server), func(b *testing.B) {
 			b.Run("drain", func(b *testing.B) {
-				b.Run("herald-1", func(b *testing.B) { benchHerald(b, server, 1) })
-				b.Run("herald-2", func(b *testing.B) { benchHerald(b, server, 2) })
+				b.Run("interleaved", func(b *testing.B) { benchDrains(b, server) })
 				b.Run("reference", func(b *testing.B) { benchReference(b, server) })
 			})
+			b.Run("delivery", func(b *testing.B) { benchDelivery(b, server) })
+			b.Run("idle", func(b *testing.B) { benchIdle(b, server) })
 			b.Run("claim", func(b *testing.B) {
 				b.Run("backlog-1000", func(b *testing.B) { benchClaim(b, server, 1_000) })
 				b.Run(fmt.Sprintf("backlog-%d", *benchLargeBacklog), func(b *testing.B) { benchClaim(b, server, *benchLargeBacklog) })
@@ -242,7 +247,7 @@ func unpublished(b *testing.B, db *sql.DB) int {
 type claimStats struct {
 	mu                          sync.Mutex
 	claims, empty, leased, held int
-	steals, failed              int
+	failed                      int
 	claimTime, publishTime      time.Duration
 }
 
@@ -255,7 +260,6 @@ func (s *claimStats) Claimed(c store.Claim) {
 	}
 	s.leased += len(c.Events)
 	s.held += c.Held
-	s.steals += c.Steals
 	s.claimTime += c.Duration
 }
 
@@ -277,37 +281,9 @@ func (s *claimStats) Settled(store.Settled)        {}
 func (s *claimStats) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("%d claims (%d empty), %d events leased, %d held (parked), %d steals, %d failures; "+
-		"time in claims %v, in publishing %v (summed over relays)", s.claims, s.empty, s.leased, s.held, s.steals,
+	return fmt.Sprintf("%d claims (%d empty), %d events claimed, %d held, %d failures; "+
+		"time in claims %v, in publishing %v (summed over relays)", s.claims, s.empty, s.leased, s.held,
 		s.failed, s.claimTime.Round(time.Millisecond), s.publishTime.Round(time.Millisecond))
-}
-
-// benchHerald drains the backlog with n in-process relays.
-func benchHerald(b *testing.B, server testenv.Server, n int) {
-	brokers := testenv.KafkaBrokers(b)
-	d := testenv.NewHeraldDatabaseOn(b, server)
-	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
-	bulkLoad(b, d, 0, *benchEvents, benchAggregates)
-
-	stats := &claimStats{}
-	b.ResetTimer()
-	binlog0 := logBytes(d)
-	start := time.Now()
-	stop := runRelays(b, d, brokers, topic, n, stats)
-	waitDrained(b, d.DB)
-	elapsed := time.Since(start)
-	binlog1 := logBytes(d)
-	b.StopTimer()
-	stop()
-	res := drainResult{events: *benchEvents, elapsed: elapsed, binlog: -1, server: server}
-	if binlog0 >= 0 && binlog1 >= 0 {
-		res.binlog = binlog1 - binlog0
-	}
-	res.report(b, fmt.Sprintf("herald-%d", n))
-	fmt.Printf("           %v\n", stats)
-	if server == testenv.PostgreSQL && n == 1 {
-		reportBloat(b, d)
-	}
 }
 
 // reportBloat prints outbox_events' dead tuples and size after the drain,
@@ -362,7 +338,7 @@ func runRelays(b *testing.B, d *testenv.Database, brokers []string, topic string
 	var closers []func()
 	var relays []*relay.Relay
 	for i := range n {
-		db, dialect, err := database.Open(ctx, d.DSN)
+		db, dialect, err := database.Open(ctx, d.DSN, database.ConnOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -525,6 +501,10 @@ func benchClaim(b *testing.B, server testenv.Server, backlog int) {
 	st := d.Store()
 	ctx := context.Background()
 	loaded := backlog
+	rb, err := st.Rebalance(ctx, store.RebalanceRequest{RelayID: "bench", Lease: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	var times []time.Duration
 	var refTimes []time.Duration
@@ -537,7 +517,7 @@ func benchClaim(b *testing.B, server testenv.Server, backlog int) {
 			refTimes = append(refTimes, timeReferenceQuery(b, d.DB))
 		}
 		t0 := time.Now()
-		c, err := st.Claim(ctx, store.ClaimRequest{RelayID: "bench", Limit: limit, Lease: time.Minute, Policy: store.OrderHold})
+		c, err := st.Claim(ctx, store.ClaimRequest{Ownership: rb.Ownership, Limit: limit, Policy: store.OrderHold})
 		elapsed := time.Since(t0)
 		if err != nil {
 			b.Fatal(err)
@@ -552,7 +532,7 @@ func benchClaim(b *testing.B, server testenv.Server, backlog int) {
 		for j, e := range c.Events {
 			ids[j] = e.ID
 		}
-		if _, err := st.Settle(ctx, c.Lease, store.Outcome{Published: ids}, store.OrderHold); err != nil {
+		if _, err := st.Settle(ctx, c, store.Outcome{Published: ids}, store.OrderHold); err != nil {
 			b.Fatal(err)
 		}
 		if backlog < 100_000 {

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
 // Defaults of Config's fields.
 const (
 	BatchSizeDefault       = 500
-	LeaseDefault           = 30 * time.Second
-	PollIntervalDefault    = 250 * time.Millisecond
+	LeaseDefault           = 10 * time.Second
+	PollIntervalDefault    = 50 * time.Millisecond
 	MaxAttemptsDefault     = 25
 	BackoffBaseDefault     = time.Second
 	BackoffCapDefault      = 300 * time.Second
@@ -29,20 +30,23 @@ var TopicsDefault = map[string]string{"order": "orders.v1"}
 // Config shapes a Relay. Zero fields take their defaults; Validate reports
 // every invalid field at once.
 type Config struct {
-	// ID names this relay in locked_by and in logs; it must be unique among
-	// running relays. Defaults to "<hostname>-<pid>".
+	// ID names this relay in the bucket table and in logs; it must be
+	// unique among running relays. Defaults to "<hostname>-<pid>".
 	ID string
 	// BatchSize is the most events one claim takes. Defaults to 500.
 	BatchSize int
-	// Lease is how long claimed events belong to this relay before another
-	// may take them over. Publishing a batch is bounded by it. Defaults to
-	// 30s.
+	// Lease is how long the relay's buckets stay its own without renewal
+	// (it renews them every third of it): after a crash, the other relays
+	// take them over within about one lease. Publishing a batch is bounded
+	// by it. Defaults to 10s.
 	Lease time.Duration
-	// PollInterval is the wait after a claim that found less than a full
-	// batch. Defaults to 250ms.
+	// PollInterval is the wait after a claim that found nothing; a claim
+	// that found events is followed by the next at once. Defaults to 50ms.
 	PollInterval time.Duration
 	// MaxAttempts quarantines an event whose publication failed this many
-	// times. Defaults to 25 (about 1.5 hours of retries).
+	// times. A configuration failure (kafka.IsConfiguration: credentials,
+	// certificates, ACLs, a topic Kafka refuses) is not the event's and
+	// never counts. Defaults to 25 (about 1.5 hours of retries).
 	MaxAttempts int
 	// BackoffBase is the first retry delay; it doubles per attempt. Defaults
 	// to 1s.
@@ -150,6 +154,13 @@ func (c Config) validate() error {
 	for typ, topic := range c.Topics {
 		if typ == "" || strings.TrimSpace(topic) == "" {
 			errs.Add("Topics", "%q=%q: aggregate type and topic must not be empty", typ, topic)
+		} else if err := kafka.ValidateTopicName(topic); err != nil {
+			errs.Add("Topics", "%s=%s: %v", typ, topic, err)
+		}
+	}
+	if c.DefaultTopic != "" {
+		if err := kafka.ValidateTopicName(c.DefaultTopic); err != nil {
+			errs.Add("DefaultTopic", "%v", err)
 		}
 	}
 	if c.ShutdownTimeout < 0 {

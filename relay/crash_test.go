@@ -18,8 +18,8 @@ type slot struct {
 	name string
 	// failpoints per incarnation (1-based); later incarnations run clean.
 	failpoints []string
-	// killBusy: the test SIGKILLs this many incarnations while they hold a
-	// lease.
+	// killBusy: the test SIGKILLs this many incarnations while they own
+	// buckets and have a batch in flight.
 	killBusy    int
 	incarnation int
 	proc        *testenv.Process
@@ -27,24 +27,25 @@ type slot struct {
 
 func (s *slot) id() string { return fmt.Sprintf("%s-%d", s.name, s.incarnation) }
 
-// death is one relay incarnation killed mid-batch, and the rows its lease
-// held when it died.
+// death is one relay incarnation killed mid-batch, and the buckets it
+// owned when it died (bucket -> epoch).
 type death struct {
 	relayID string
 	how     string
-	orphans []string
+	buckets map[int]uint64
 }
 
 // TestKilledRelaysLoseNothing: three relay slots drain 6,000 events while a
 // writer adds more; relay incarnations die by SIGKILL mid-batch at least six
 // times — after Kafka acknowledged a batch but before it was marked
-// (relay.after_ack_before_mark=crash@2), right after a claim committed
+// (relay.after_ack_before_mark=crash@2), right after a claim
 // (relay.after_claim=crash@3), and by a plain SIGKILL from the test while
-// the process holds a lease (its batches stall 300ms before producing, so
-// the test catches one). A supervisor restarts each slot under a new relay
-// id, and writers keep adding events until all six deaths happened. With a 2s lease, the rows a dead relay held are taken over by
-// another lease (attempts >= 2, locked_by another relay) and published;
-// kcat finds nothing lost and every aggregate in order.
+// the process has a batch in flight (its batches stall 300ms before
+// producing, so the test catches one). A supervisor restarts each slot
+// under a new relay id, and writers keep adding events until all six deaths
+// happened. With a 2s lease, every bucket a dead relay owned is taken over
+// by another relay (a higher epoch) and its events published; kcat finds
+// nothing lost and every aggregate in order.
 func TestKilledRelaysLoseNothing(t *testing.T) {
 	testenv.OnEachServer(t, testKilledRelaysLoseNothing)
 }
@@ -62,7 +63,7 @@ func testKilledRelaysLoseNothing(t *testing.T, server testenv.Server) {
 		{name: "ack", failpoints: []string{"relay.after_ack_before_mark=crash@2", "relay.after_ack_before_mark=crash@2"}},
 		{name: "claim", failpoints: []string{"relay.after_claim=crash@3", "relay.after_claim=crash@3"}},
 		// A short stall before producing keeps each batch of this slot's
-		// first incarnations leased long enough for the test to catch it.
+		// first incarnations in flight long enough for the test to catch it.
 		{name: "kill", killBusy: 2, failpoints: []string{"relay.before_publish=sleep(300ms)", "relay.before_publish=sleep(300ms)"}},
 	}
 	start := func(s *slot) {
@@ -82,18 +83,37 @@ func testKilledRelaysLoseNothing(t *testing.T, server testenv.Server) {
 	// the relays never run out of batches to die in.
 	writers := []*liveWriter{e.startLiveWriter(ctx, aggregates, 500)}
 
-	// leasedBy lists the unpublished rows a relay id holds: for a dead
-	// relay, the batch it was working on.
-	leasedBy := func(relayID string) []string {
-		return e.db.Strings(t, "SELECT id FROM outbox_events WHERE locked_by = ? AND published_at IS NULL", relayID)
+	// ownedBy lists the buckets a relay id owns, with their epochs.
+	ownedBy := func(relayID string) map[int]uint64 {
+		rows, err := e.db.DB.Query(e.db.SQL("SELECT bucket, epoch FROM outbox_buckets WHERE owner = ?"), relayID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[int]uint64{}
+		for rows.Next() {
+			var b int
+			var epoch uint64
+			if err := rows.Scan(&b, &epoch); err != nil {
+				t.Fatal(err)
+			}
+			out[b] = epoch
+		}
+		return out
+	}
+	// busy: the process claimed a batch and owns buckets; with its 300ms
+	// stall before producing, it is most likely in the middle of a batch.
+	busy := func(p *testenv.Process) bool {
+		claims, err := p.Metric("herald_relay_batch_size_sum")
+		return err == nil && claims > 0 && len(ownedBy(p.Name)) > 0
 	}
 	var deaths []death
 	began := time.Now()
 	testenv.WaitFor(t, 3*time.Minute, "drain with crashes", func() (bool, string) {
 		for _, s := range slots {
-			if s.incarnation <= s.killBusy && !s.proc.Exited() && len(leasedBy(s.id())) > 0 {
+			if s.incarnation <= s.killBusy && !s.proc.Exited() && busy(s.proc) {
 				s.proc.Kill(t)
-				deaths = append(deaths, death{relayID: s.id(), how: "SIGKILL by the test while holding a lease"})
+				deaths = append(deaths, death{relayID: s.id(), how: "SIGKILL by the test with a batch in flight"})
 			} else if s.proc.Exited() {
 				if s.incarnation > len(s.failpoints) || s.killBusy > 0 {
 					t.Fatalf("%s exited (%v), unplanned\n%s", s.id(), s.proc.Exit(), s.proc.Tail(20))
@@ -109,9 +129,9 @@ func testKilledRelaysLoseNothing(t *testing.T, server testenv.Server) {
 			} else {
 				continue
 			}
-			// The process is reaped: what its id still holds is its orphaned
-			// batch (nothing can settle it any more).
-			deaths[len(deaths)-1].orphans = leasedBy(s.id())
+			// The process is reaped: what its id still owns waits for its
+			// lease to end (nothing can renew or free it any more).
+			deaths[len(deaths)-1].buckets = ownedBy(s.id())
 			start(s)
 		}
 		lw := writers[len(writers)-1]
@@ -137,30 +157,28 @@ func testKilledRelaysLoseNothing(t *testing.T, server testenv.Server) {
 	for _, s := range slots {
 		live = append(live, s.proc)
 	}
-	stop(t, live...)
-
-	orphans := 0
+	// Every bucket a dead relay owned went to another relay at a later
+	// epoch (taken over after its lease), never back to the dead id.
+	orphaned := 0
 	for _, d := range deaths {
-		t.Logf("%s died (%s) holding %d unpublished events", d.relayID, d.how, len(d.orphans))
-		orphans += len(d.orphans)
-		for _, id := range d.orphans {
-			var lockedBy string
-			var attempts int
-			var published bool
-			if err := e.db.DB.QueryRow(e.db.SQL("SELECT locked_by, attempts, published_at IS NOT NULL FROM outbox_events WHERE id = ?"), id).
-				Scan(&lockedBy, &attempts, &published); err != nil {
+		t.Logf("%s died (%s) owning %d buckets", d.relayID, d.how, len(d.buckets))
+		orphaned += len(d.buckets)
+		if left := ownedBy(d.relayID); len(left) > 0 {
+			t.Errorf("%s still owns buckets %v after the drain", d.relayID, left)
+		}
+		for b, epoch := range d.buckets {
+			var now uint64
+			if err := e.db.DB.QueryRow(e.db.SQL("SELECT epoch FROM outbox_buckets WHERE bucket = ?"), b).Scan(&now); err != nil {
 				t.Fatal(err)
 			}
-			// A relay id is never reused, so another locked_by is another
-			// lease (that relay may have died later itself, after settling).
-			if !published || lockedBy == d.relayID || attempts < 2 {
-				t.Errorf("event %s orphaned by %s: published %v by %q after %d attempts; want published under another relay's lease (attempts >= 2)",
-					id, d.relayID, published, lockedBy, attempts)
+			if now <= epoch {
+				t.Errorf("bucket %d of dead %s still at epoch %d: never taken over", b, d.relayID, epoch)
 			}
 		}
 	}
-	if orphans == 0 {
-		t.Error("no relay died holding a lease: the test proved nothing about takeover")
+	stop(t, live...)
+	if orphaned == 0 {
+		t.Error("no relay died owning buckets: the test proved nothing about takeover")
 	}
 	failpointDeaths := slices.IndexFunc(deaths, func(d death) bool { return strings.HasPrefix(d.how, "failpoint relay.after_ack") })
 	if failpointDeaths < 0 {

@@ -10,13 +10,20 @@
 // /metrics endpoints, exactly as `herald relay` does:
 //
 //	db, err := mysql.Open(ctx, dsn) // package store/mysql: adds UTC settings
+//	// or, with TLS and the password kept out of the DSN (docs/security.md):
+//	// mysql.OpenWith(ctx, dsn, mysql.ConnOptions{TLSCAFile: "db-ca.pem", PasswordFile: "/run/secrets/db"})
 //	if err != nil { ... }
 //	defer db.Close()
 //	if _, err := migrations.Herald.Up(ctx, db); err != nil { ... }
 //
+//	// TLS and SASL, when the cluster asks for them; every file is read here.
+//	kafkaOpts, err := kafka.Security{CAFile: "ca.pem", SASLMechanism: kafka.SASLScramSHA512,
+//		SASLUsername: "relay", SASLPasswordFile: "/run/secrets/kafka"}.Options()
+//	if err != nil { ... }
 //	producer, err := kafka.NewProducer(kafka.ProducerConfig{
 //		Brokers:         []string{"127.0.0.1:9092"},
 //		DeliveryTimeout: 20 * time.Second, // inside the lease (30s by default)
+//		ClientOptions:   kafkaOpts,
 //	})
 //	if err != nil { ... }
 //	defer producer.Close()
@@ -25,10 +32,13 @@
 //		Relay:       relay.Config{Topics: map[string]string{"order": "orders.v1"}},
 //		Cleaner:     relay.CleanerConfig{Retention: 7 * 24 * time.Hour}, // zero: no cleanup
 //		MetricsAddr: "127.0.0.1:9101",                                 // empty: no endpoints
-//		DB:          db,                                               // pinged by /readyz
 //	}, mysql.NewStore(db), producer)
 //	if err != nil { ... } // a *relay.ConfigError names each bad field
 //	err = svc.Run(ctx)     // until ctx is cancelled and everything it started has stopped
+//
+// /readyz answers 503 while the database or Kafka does not answer, and while
+// a configuration failure (Relay.ConfigurationFailure: Kafka refuses the
+// relay's credentials, certificate or a topic) stops publishing.
 //
 // examples/embed is this as a program. Run as many relays as you like,
 // embedded or not: they share the work without sharing an aggregate's

@@ -8,7 +8,8 @@ import (
 
 // Observer is told what the relay does; package metrics implements it with
 // Prometheus collectors. Methods are called from the relay's goroutine and
-// must not block.
+// from the one settling its previous batch, so they must be safe for
+// concurrent use, and must not block.
 type Observer interface {
 	// Claimed reports one claim (also an empty one).
 	Claimed(c store.Claim)
@@ -21,6 +22,13 @@ type Observer interface {
 	Failed(class string, quarantined bool)
 	// Settled reports the outcome of marking a batch.
 	Settled(s store.Settled)
+}
+
+// RebalanceObserver is told about the relay's turns at the bucket table;
+// an Observer may implement it (package metrics does).
+type RebalanceObserver interface {
+	// Rebalanced reports one turn.
+	Rebalanced(rb store.Rebalance)
 }
 
 type nopObserver struct{}

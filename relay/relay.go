@@ -13,6 +13,7 @@ import (
 	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/redact"
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -22,14 +23,20 @@ const settleTimeout = 30 * time.Second
 // Store is what the relay needs from the database; *store.Store
 // implements it.
 type Store interface {
-	// Claim leases a batch of events whose aggregate predecessors are done.
+	// Rebalance takes the relay's turn at the bucket table.
+	Rebalance(ctx context.Context, req store.RebalanceRequest) (store.Rebalance, error)
+	// Leave frees the relay's buckets when it stops.
+	Leave(ctx context.Context, relayID string) error
+	// Claim takes a batch of ready events of the owned buckets whose
+	// aggregate predecessors are done.
 	Claim(ctx context.Context, req store.ClaimRequest) (store.Claim, error)
-	// Settle records a batch's outcome, fenced by its lease.
-	Settle(ctx context.Context, lease store.Lease, out store.Outcome, policy store.OrderPolicy) (store.Settled, error)
+	// Settle records a batch's outcome, fenced by the buckets' epochs.
+	Settle(ctx context.Context, c store.Claim, out store.Outcome, policy store.OrderPolicy) (store.Settled, error)
 }
 
-// Relay claims committed outbox events, publishes them to Kafka and marks
-// them published, at least once and in order per aggregate.
+// Relay claims committed outbox events of the buckets it owns, publishes
+// them to Kafka and marks them published, at least once and in order per
+// aggregate (docs/design.md, sections 4 to 6).
 type Relay struct {
 	cfg       Config
 	store     Store
@@ -38,6 +45,29 @@ type Relay struct {
 	// errorStreak counts consecutive failed iterations, for the loop's own
 	// backoff while the database or Kafka is down.
 	errorStreak uint32
+
+	// own is what the last turn at the bucket table left the relay with,
+	// deadline when its lease ends on the local clock, and lastTurn when
+	// the turn was taken.
+	own      store.Ownership
+	deadline time.Time
+	lastTurn time.Time
+	// known remembers the latest published event of aggregates, so their
+	// next events need no predecessor read.
+	known *store.Known
+	// settling is the batch being settled in the background, if any, and
+	// cursor where the next claim continues (past it); nil starts over.
+	settling *settling
+	cursor   *store.ReadyCursor
+	// config is the Kafka configuration failure publishing is stopped by.
+	config configState
+}
+
+// settling is a clean batch (every event acknowledged) whose marks are
+// written while the next batch is claimed and produced.
+type settling struct {
+	done chan struct{}
+	err  error
 }
 
 // Producer is the part of a franz-go client the relay uses; *kgo.Client
@@ -55,18 +85,23 @@ func New(cfg Config, st Store, producer Producer) (*Relay, error) {
 	}
 	return &Relay{
 		cfg: cfg, store: st, publisher: NewPublisher(producer, cfg.Topics, cfg.DefaultTopic),
-		log: cfg.Logger.With("relay_id", cfg.ID),
+		log: cfg.Logger.With("relay_id", cfg.ID), known: store.NewKnown(),
 	}, nil
 }
 
 // Run claims, publishes and marks until ctx is cancelled. Cancelling stops
 // claiming; the batch in flight is finished (or, after ShutdownTimeout, its
-// unsent events are released), so Run returns nil after a clean drain.
+// unsent events are given back), the relay's buckets are freed for the
+// others, and Run returns nil.
 func (r *Relay) Run(ctx context.Context) error {
 	r.log.Info("relay started", "batch_size", r.cfg.BatchSize, "lease", r.cfg.Lease.String(),
 		"order_policy", r.cfg.OrderPolicy)
 	for {
 		if ctx.Err() != nil {
+			if err := r.awaitSettle(); err != nil {
+				r.log.Error("settling the last batch failed; its events will be published again", "error", err)
+			}
+			r.leave(ctx)
 			r.log.Info("relay stopped")
 			return nil
 		}
@@ -78,8 +113,12 @@ func (r *Relay) Run(ctx context.Context) error {
 		case err != nil:
 			r.errorStreak++
 			wait = backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			r.log.Error("relay iteration failed", "error", err, "retry_in", wait)
-		case claimed < r.cfg.BatchSize:
+			if !isConfigurationFailure(err) { // configFailed logs those, once per interval
+				r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
+			}
+		case claimed == 0:
+			// Nothing was ready: look again after the poll interval. A claim
+			// that found anything is followed by the next at once.
 			r.errorStreak = 0
 			wait = r.cfg.PollInterval
 		default:
@@ -94,29 +133,106 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// runOnce claims one batch, publishes it and settles it. It returns how
-// many candidate rows the claim read (leased plus held), so Run knows
-// whether more are waiting.
+// turnInterval is how often a relay takes its turn at the bucket table
+// (at most; a short lease makes it more often): a relay that joins gets its
+// share within about two turns.
+const turnInterval = time.Second
+
+// turn takes the relay's turn at the bucket table when it is due: at the
+// start, then every turnInterval or third of the lease, whichever is
+// shorter. The relay claims only between turns, so a bucket it gives up has
+// no event in flight.
+func (r *Relay) turn(ctx context.Context) error {
+	if !r.lastTurn.IsZero() && time.Since(r.lastTurn) < min(turnInterval, r.cfg.Lease/3) {
+		return nil
+	}
+	// A bucket is given up only with nothing of it in flight; and the
+	// claims start over, to look at what the last ones passed.
+	if err := r.awaitSettle(); err != nil {
+		return err
+	}
+	r.cursor = nil
+	start := time.Now()
+	rb, err := r.store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.cfg.ID, Lease: r.cfg.Lease})
+	if err != nil {
+		return fmt.Errorf("take a turn at the bucket table: %w", err)
+	}
+	had := len(r.own.Buckets)
+	r.own, r.lastTurn = rb.Ownership, start
+	// The lease's end on the local clock: the database's remaining time
+	// from when the turn began, so clocks that disagree do not matter.
+	r.deadline = start.Add(rb.Ownership.Expires.Sub(rb.Now))
+	if o, ok := r.cfg.Observer.(RebalanceObserver); ok {
+		o.Rebalanced(rb)
+	}
+	if rb.Acquired+rb.Released > 0 || had != len(rb.Ownership.Buckets) {
+		r.log.Info("buckets rebalanced", "members", rb.Members, "owned", len(rb.Ownership.Buckets),
+			"acquired", rb.Acquired, "released", rb.Released, "taken_over", rb.TakenOver)
+	}
+	if rb.TakenOver > 0 {
+		r.log.Warn("took over buckets of a relay whose lease expired; its last batch may be published again",
+			"buckets", rb.TakenOver)
+	}
+	return nil
+}
+
+// leave frees the relay's buckets for the others once it stopped.
+func (r *Relay) leave(ctx context.Context) {
+	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if err := r.store.Leave(leaveCtx, r.cfg.ID); err != nil {
+		r.log.Warn("could not free the relay's buckets; the others take them once its lease ends", "error", err)
+	}
+}
+
+// runOnce takes a turn at the bucket table when due, then claims one batch,
+// publishes it and settles it. It returns how many events the claim took or
+// held, so Run knows whether more may be waiting.
 func (r *Relay) runOnce(ctx context.Context) (int, error) {
+	if err := r.turn(ctx); err != nil {
+		return 0, err
+	}
+	if len(r.own.Buckets) == 0 {
+		return 0, nil
+	}
+	if r.cursor == nil {
+		// Starting over reads from the oldest ready event: the batch still
+		// settling must be marked first, or it would be read again.
+		if err := r.awaitSettle(); err != nil {
+			return 0, err
+		}
+	}
+	if err := r.checkConfiguration(ctx); err != nil {
+		return 0, err
+	}
 	claim, err := r.store.Claim(ctx, store.ClaimRequest{
-		RelayID: r.cfg.ID, Limit: r.cfg.BatchSize, Lease: r.cfg.Lease, Policy: r.cfg.OrderPolicy,
+		Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known, After: r.cursor,
 	})
 	if err != nil {
 		return 0, err
 	}
+	r.cursor = claim.Next
 	r.cfg.Observer.Claimed(claim)
-	if claim.Steals > 0 {
-		r.log.Warn("took over events of an expired lease", "events", claim.Steals)
-	}
 	if len(claim.Events) == 0 {
+		if claim.Held == 0 {
+			// Nothing is waiting, so nothing waits for a denied topic.
+			r.configResolved()
+		}
 		return claim.Held, nil
 	}
-	failpoint.Hit(failpoint.RelayAfterClaim)
+	inHand := func() []string {
+		ids := make([]string, len(claim.Events))
+		for i, e := range claim.Events {
+			ids[i] = e.ID
+		}
+		return ids
+	}
+	failpoint.HitWithEvents(failpoint.RelayAfterClaim, inHand)
 
 	// The batch is finished even if ctx is cancelled meanwhile (shutdown):
-	// publishing is bounded by the lease, and after ShutdownTimeout the
-	// records not yet acknowledged are given up and released.
-	pubCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claim.Lease.Expires)
+	// publishing is bounded by the buckets' lease, and after
+	// ShutdownTimeout the records not yet acknowledged are given up.
+	pubCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), r.deadline)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
 		t := time.AfterFunc(r.cfg.ShutdownTimeout, cancel)
@@ -124,32 +240,80 @@ func (r *Relay) runOnce(ctx context.Context) (int, error) {
 	})
 	defer stop()
 
-	failpoint.Hit(failpoint.RelayBeforePublish)
+	failpoint.HitWithEvents(failpoint.RelayBeforePublish, inHand)
 	start := time.Now()
 	results := r.publisher.Publish(pubCtx, claim.Events)
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
-	failpoint.Hit(failpoint.RelayAfterAckBeforeMark)
+	failpoint.HitWithEvents(failpoint.RelayAfterAckBeforeMark, inHand)
 
-	out := r.outcome(results)
-	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancelSettle()
-	settled, err := r.store.Settle(settleCtx, claim.Lease, out, r.cfg.OrderPolicy)
+	out, configErr := r.outcome(results)
+	// At most one batch settles in the background.
+	if err := r.awaitSettle(); err != nil {
+		return 0, err
+	}
+	if len(out.Failed) == 0 && len(out.Unsent) == 0 && r.cursor != nil && ctx.Err() == nil {
+		// Every event is in Kafka and the next claim continues past them:
+		// their successors may follow at once (docs/design.md, section 6),
+		// and the marks are written while the next batch is claimed and
+		// produced.
+		r.known.Acknowledged(claim.Events)
+		r.settleInBackground(ctx, claim, out)
+		return len(claim.Events) + claim.Held, r.settledConfiguration(nil, len(out.Published))
+	}
+	if err := r.settle(ctx, claim, out); err != nil {
+		return 0, err
+	}
+	return len(claim.Events) + claim.Held, r.settledConfiguration(configErr, len(out.Published))
+}
+
+// settle records a batch's outcome.
+func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome) error {
+	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	settled, err := r.store.Settle(settleCtx, claim, out, r.cfg.OrderPolicy)
 	if err != nil {
-		// The rows stay leased; when the lease expires they are claimed and
-		// published again (duplicates, never losses).
-		return 0, fmt.Errorf("settle batch of %d: %w", len(claim.Events), err)
+		// The events stay unpublished: this relay, or the next owner of
+		// their buckets, claims and publishes them again (duplicates,
+		// never losses).
+		return fmt.Errorf("settle batch of %d: %w", len(claim.Events), err)
 	}
 	r.cfg.Observer.Settled(settled)
 	if settled.LostLeases > 0 {
-		r.log.Warn("lease taken over before the batch was settled; its events may be published again",
-			"events", settled.LostLeases, "locked_at", claim.Lease.LockedAt)
+		r.log.Warn("buckets taken over before the batch was settled; its events may be published again",
+			"events", settled.LostLeases)
 	}
-	return len(claim.Events) + claim.Held, nil
+	return nil
 }
 
-// outcome turns per-event results into what Settle records.
-func (r *Relay) outcome(results []Result) store.Outcome {
+// settleInBackground settles a clean batch while the relay goes on; the
+// next claim continues past its events, and awaitSettle collects the
+// result.
+func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out store.Outcome) {
+	s := &settling{done: make(chan struct{})}
+	r.settling = s
+	go func() {
+		defer close(s.done)
+		s.err = r.settle(ctx, claim, out)
+	}()
+}
+
+// awaitSettle waits for the batch settling in the background, if any, and
+// returns its error.
+func (r *Relay) awaitSettle() error {
+	s := r.settling
+	if s == nil {
+		return nil
+	}
+	<-s.done
+	r.settling = nil
+	return s.err
+}
+
+// outcome turns per-event results into what Settle records, and returns
+// the first configuration failure among them.
+func (r *Relay) outcome(results []Result) (store.Outcome, *ConfigurationFailure) {
 	var out store.Outcome
+	var configErr *ConfigurationFailure
 	published := map[string]map[int32]int{}
 	for _, res := range results {
 		e := res.Event
@@ -167,6 +331,17 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID})
 		default:
 			class, fatal := classify(res.Err)
+			if kafka.IsConfiguration(class) {
+				// Not the event's failure (docs/security.md): it is released
+				// with its attempt given back, never quarantined, and the
+				// relay, not the event, backs off.
+				f := &ConfigurationFailure{Class: class, Topic: res.Topic, err: res.Err}
+				if configErr == nil {
+					configErr = f
+				}
+				out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Class: class, Message: f.Error()})
+				continue
+			}
 			retryAfter := backoff.Delay(int(e.Attempts), r.cfg.BackoffBase, r.cfg.BackoffCap, rand.Float64())
 			if fatal && suspectClass(class) && !res.Isolated {
 				// Maybe another record's fault: retry soon, alone.
@@ -185,7 +360,7 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			}
 			r.log.Log(context.Background(), level, "publish failed",
 				"event_id", e.ID, "aggregate_type", e.AggregateType, "attempt", e.Attempts,
-				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter,
+				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter.String(),
 				"error", redact.Truncate(redact.Secrets(f.Message), 300))
 		}
 	}
@@ -194,5 +369,5 @@ func (r *Relay) outcome(results []Result) store.Outcome {
 			r.cfg.Observer.Published(topic, p, n)
 		}
 	}
-	return out
+	return out, configErr
 }

@@ -1,8 +1,10 @@
 package relay_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,8 +50,9 @@ func (b *lockedBuffer) String() string {
 // TestFailureTextIsScrubbed: a publication error whose text carries a MySQL
 // DSN password and SASL secrets (as a misconfigured client might echo
 // them) reaches last_error, the outbox_failures log and the relay's logs
-// with none of the secrets. The database is real; the producer is a stub
-// because the claim under test is scrubbing, not Kafka.
+// with none of the secrets, and logs retry_in as a duration string. The
+// database is real; the producer is a stub because the claim under test is
+// scrubbing, not Kafka.
 func TestFailureTextIsScrubbed(t *testing.T) {
 	secrets := []string{"Dsn-Pa55word", "Sasl-S3cret", "Jaas-S3cret", "Url-S3cret"}
 	failure := errors.New("produce to broker: dial mysql herald:Dsn-Pa55word@tcp(db.internal:3306)/orders failed; " +
@@ -109,6 +112,21 @@ func TestFailureTextIsScrubbed(t *testing.T) {
 	if !strings.Contains(logText, `"msg":"publish failed"`) || !strings.Contains(logText, `"error_class":"unknown"`) ||
 		!strings.Contains(logText, `"event_id"`) || !strings.Contains(logText, `"level":"ERROR"`) {
 		t.Fatalf("the relay logged no failure with event_id and error_class, and no quarantine:\n%s", logText)
+	}
+	sc := bufio.NewScanner(strings.NewReader(logText))
+	for sc.Scan() {
+		var line struct {
+			Msg     string
+			RetryIn any `json:"retry_in"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "publish failed" {
+			continue
+		}
+		if s, ok := line.RetryIn.(string); !ok {
+			t.Errorf("retry_in is %#v, want a duration string such as \"50ms\"", line.RetryIn)
+		} else if _, err := time.ParseDuration(s); err != nil {
+			t.Errorf("retry_in %q: %v", s, err)
+		}
 	}
 	for _, secret := range secrets {
 		for _, s := range stored {

@@ -211,7 +211,8 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // handler serves /healthz (the process answers), /readyz (the database and
-// Kafka answer) and /metrics.
+// Kafka answer, and no configuration failure stops publishing) and
+// /metrics.
 func (s *Service) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(s.registry))
@@ -223,6 +224,12 @@ func (s *Service) handler() http.Handler {
 		defer cancel()
 		if err := s.store.Ping(pingCtx); err != nil {
 			http.Error(w, "database: not reachable", http.StatusServiceUnavailable)
+			return
+		}
+		// Kafka may answer a ping and still refuse what the relay does:
+		// its credentials, its certificate or a topic (docs/security.md).
+		if err := s.relay.ConfigurationFailure(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		if err := s.producer.Ping(pingCtx); err != nil {

@@ -13,6 +13,18 @@ MARIADB_CNF=$MARIADB_DIR/my.cnf
 MARIADB_SOCKET=$MARIADB_DIR/mariadb.sock
 MARIADB_PIDFILE=$MARIADB_DIR/mariadb.pid
 KAFKA_DIR=$STACK_DIR/kafka
+# TLS_DIR: the stack's own CA and the certificates it signed (stack/up.sh).
+TLS_DIR=$STACK_DIR/tls
+
+# Credentials of the secured listeners and the TLS database users (the
+# same users on MariaDB and PostgreSQL). They are a local stack's, written
+# in the README; internal/testenv spells them too.
+KAFKA_SASL_USER=herald
+KAFKA_SASL_PASSWORD=herald-kafka-secret
+MARIADB_TLS_USER=herald_tls
+MARIADB_TLS_PASSWORD=herald-tls-secret
+MARIADB_X509_USER=herald_x509
+MARIADB_X509_PASSWORD=herald-x509-secret
 
 # PostgreSQL: Debian's newest installed server, run from its own data
 # directory under the stack dir (no systemd, no Debian cluster).
@@ -104,12 +116,20 @@ kafka_running_nodes() {
   return 0
 }
 
+# Each broker has three client listeners: PLAINTEXT (no authentication,
+# a super user), SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN over TLS)
+# and SSL (TLS with a client certificate). Broker N listens on 9091+N,
+# 9191+N and 9291+N.
 kafka_broker_port() { echo $((9091 + $1)); }
+kafka_sasl_port() { echo $((9191 + $1)); }
+kafka_ssl_port() { echo $((9291 + $1)); }
 
+# kafka_bootstrap [PORT_FUNCTION]: the brokers' addresses on one listener
+# (default: plaintext).
 kafka_bootstrap() {
-  local i out=""
+  local i out="" port_of=${1:-kafka_broker_port}
   for i in $(seq 1 "$KAFKA_BROKERS"); do
-    out="$out${out:+,}127.0.0.1:$(kafka_broker_port "$i")"
+    out="$out${out:+,}127.0.0.1:$("$port_of" "$i")"
   done
   echo "$out"
 }

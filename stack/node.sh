@@ -20,7 +20,8 @@ start_mariadb() {
     return 0
   fi
   step "start mariadb"
-  start-stop-daemon --start --background --exec /usr/sbin/mariadbd -- \
+  # --pidfile: a mariadbd of another stack (HERALD_STACK_DIR) is not this one.
+  start-stop-daemon --start --background --pidfile "$MARIADB_PIDFILE" --exec /usr/sbin/mariadbd -- \
     --defaults-file="$MARIADB_CNF"
   step "wait for mariadb"
   local i

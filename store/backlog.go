@@ -11,7 +11,6 @@ import (
 type Backlog struct {
 	// Unpublished rows by state.
 	Ready       int64 `json:"ready"`
-	Leased      int64 `json:"leased"`
 	BackingOff  int64 `json:"backing_off"`
 	Held        int64 `json:"held"`
 	Quarantined int64 `json:"quarantined"`
@@ -25,7 +24,7 @@ type Backlog struct {
 	// been claimable; 0 when none is.
 	OldestReadyAge time.Duration `json:"oldest_ready_age_ns"`
 	// OldestParkedAge is the age (since occurred_at) of the oldest event that
-	// is leased, backing off or held.
+	// is backing off or held.
 	OldestParkedAge time.Duration `json:"oldest_parked_age_ns"`
 	// OldestQuarantinedAge is the age of the oldest quarantined event.
 	OldestQuarantinedAge time.Duration `json:"oldest_quarantined_age_ns"`

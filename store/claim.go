@@ -16,87 +16,216 @@ func HeldMessage(behind string) string {
 	return "held behind event " + behind + " of the same aggregate"
 }
 
-// Claim leases a batch in one short READ COMMITTED transaction: it reads
-// candidates, plans their fates, locks the chosen rows with SKIP LOCKED,
-// leases the chains and holds what must wait. See docs/design.md,
-// "Claiming".
+// Claim takes a batch of ready events from the owned buckets: one
+// non-locking read, the order check against predecessors (from Known, else
+// read), and, when some must wait, one fenced write that holds them.
+// Nothing marks the events as taken: the relay owns their buckets (see
+// docs/design.md, section 4.2).
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	start := time.Now()
-	claim := Claim{Lease: Lease{RelayID: req.RelayID}}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return claim, fmt.Errorf("claim: begin: %w", err)
+	claim := Claim{Ownership: req.Ownership, known: req.Known}
+	if len(req.Ownership.Buckets) == 0 || req.Limit < 1 {
+		return claim, nil
 	}
-	defer tx.Rollback()
-
-	cands, err := s.dialect.ReadCandidates(ctx, tx, req.Limit*candidateWindow)
-	if err != nil {
-		return claim, fmt.Errorf("claim: read candidates: %w", err)
+	ready := ReadyRequest{Limit: req.Limit, After: req.After}
+	if !req.Ownership.All() {
+		ready.Buckets = req.Ownership.List()
 	}
-	if len(cands) == 0 {
-		claim.Duration = time.Since(start)
-		return claim, tx.Commit()
-	}
-	p, err := planClaim(cands, req.Limit, req.Policy, func(keys []SeqKey) (time.Time, map[SeqKey]Predecessor, error) {
-		return s.dialect.ReadPredecessors(ctx, tx, keys)
-	})
-	if err != nil {
-		return claim, fmt.Errorf("claim: read predecessors: %w", err)
-	}
-	var now time.Time
-	if ids := p.toLock(); len(ids) > 0 {
-		var locked []LockedEvent
-		if now, locked, err = s.dialect.LockReady(ctx, tx, ids); err != nil {
-			return claim, fmt.Errorf("claim: lock %d candidates: %w", len(ids), err)
+	byID := map[string]Event{}
+	bucketOf := map[AggregateKey]int{}
+	var held []*planned
+	for round := 0; round < 2 && len(claim.Events) < req.Limit; round++ {
+		events, last, err := s.dialect.ReadReady(ctx, s.db, ready)
+		if err != nil {
+			return claim, fmt.Errorf("claim: read ready events: %w", err)
 		}
-		p.setLocked(locked)
-	}
 
-	leased := p.leased()
-	if len(leased) > 0 {
-		claim.Lease.LockedAt, claim.Lease.Expires = now, now.Add(req.Lease)
-		ids := make([]string, len(leased))
-		for i, c := range leased {
-			ids[i] = c.ID
-			e := c.locked.Event
+		cands := make([]Candidate, len(events))
+		for i, e := range events {
+			byID[e.ID] = e
+			bucketOf[AggregateKey{e.AggregateType, e.AggregateID}] = e.Bucket
+			cands[i] = Candidate{ID: e.ID, Key: SeqKey{e.AggregateType, e.AggregateID, e.AggregateSeq}}
+		}
+		p, err := planClaim(cands, req.Limit-len(claim.Events), req.Policy, s.predecessors(ctx, req.Known))
+		if err != nil {
+			return claim, fmt.Errorf("claim: read predecessors: %w", err)
+		}
+		leased, err := s.fullEvents(ctx, p, byID)
+		if err != nil {
+			return claim, err
+		}
+		took := map[string]bool{}
+		for _, e := range leased {
+			took[e.ID] = true
 			e.Attempts++
 			claim.Events = append(claim.Events, e)
-			if c.locked.Stolen {
-				claim.Steals++
+		}
+		// The next claim may continue after this read only if it was a
+		// full window and left nothing behind.
+		if round == 0 && len(events) == ready.Limit && allTaken(events, took) {
+			claim.Next = &last
+		}
+		held = append(held, p.held...)
+		// A second read only when chains were cut and the first read was a
+		// full window: past every aggregate it saw, so no aggregate is
+		// planned twice.
+		if len(p.cut) == 0 || len(events) < ready.Limit {
+			break
+		}
+		seen := map[AggregateKey]bool{}
+		for _, c := range cands {
+			k := AggregateKey{c.Key.AggregateType, c.Key.AggregateID}
+			if !seen[k] {
+				seen[k] = true
+				ready.Exclude = append(ready.Exclude, k)
 			}
 		}
-		if err := s.dialect.Lease(ctx, tx, ids, claim.Lease); err != nil {
-			return claim, fmt.Errorf("claim: lease %d events: %w", len(ids), err)
-		}
 	}
-	held := p.lockedHeld()
-	if err := s.hold(ctx, tx, held); err != nil {
+	if err := s.hold(ctx, claim.Ownership, bucketOf, held); err != nil {
 		return claim, err
 	}
-	if err := tx.Commit(); err != nil {
-		return claim, fmt.Errorf("claim: commit: %w", err)
-	}
 	claim.Held = len(held)
-	claim.Skipped = p.skipped()
 	claim.Duration = time.Since(start)
 	return claim, nil
 }
 
-// hold moves the held candidates out of the claim range; candidates behind
-// the same event until the same time share one statement.
-func (s *Store) hold(ctx context.Context, q Querier, held []*planned) error {
+func allTaken(events []Event, took map[string]bool) bool {
+	for _, e := range events {
+		if !took[e.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// fullEvents returns the events of the plan's chains, in chain order. The
+// ready predecessors the order check brought in were not read in full: they
+// are read now, and a chain ends before one that is no longer ready.
+func (s *Store) fullEvents(ctx context.Context, p *plan, byID map[string]Event) ([]Event, error) {
+	var missing []string
+	for _, c := range p.leased() {
+		if _, ok := byID[c.ID]; !ok {
+			missing = append(missing, c.ID)
+		}
+	}
+	if len(missing) > 0 {
+		events, err := s.dialect.ReadEvents(ctx, s.db, missing)
+		if err != nil {
+			return nil, fmt.Errorf("claim: read brought-in predecessors: %w", err)
+		}
+		for _, e := range events {
+			byID[e.ID] = e
+		}
+	}
+	var out []Event
+	for _, chain := range p.chains {
+		for _, c := range chain {
+			e, ok := byID[c.ID]
+			if !ok {
+				break // no longer ready: its successors must not overtake it
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// predecessors reads predecessors, asking known first.
+func (s *Store) predecessors(ctx context.Context, known *Known) predecessorReader {
+	return func(keys []SeqKey) (time.Time, map[SeqKey]Predecessor, error) {
+		found := make(map[SeqKey]Predecessor, len(keys))
+		var unknown []SeqKey
+		for _, k := range keys {
+			if known.isDone(k) {
+				found[k] = Predecessor{Done: true}
+			} else {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) == 0 {
+			return time.Time{}, found, nil
+		}
+		now, read, err := s.dialect.ReadPredecessors(ctx, s.db, unknown)
+		if err != nil {
+			return now, nil, err
+		}
+		for k, p := range read {
+			found[k] = p
+			if p.Done {
+				known.record(k)
+			}
+		}
+		return now, found, nil
+	}
+}
+
+// hold moves the held candidates out of the claim range, fenced like a
+// settlement: only events of buckets the relay still owns. Candidates
+// behind the same event until the same time share one statement.
+func (s *Store) hold(ctx context.Context, own Ownership, bucketOf map[AggregateKey]int, held []*planned) error {
+	if len(held) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("claim: hold: begin: %w", err)
+	}
+	defer tx.Rollback()
+	buckets := map[string]int{}
+	for _, c := range held {
+		buckets[c.ID] = bucketOf[AggregateKey{c.Key.AggregateType, c.Key.AggregateID}]
+	}
+	fence, err := s.lockOwned(ctx, tx, own, buckets)
+	if err != nil {
+		return fmt.Errorf("claim: hold: %w", err)
+	}
 	groups := map[Hold][]string{}
 	var order []Hold
 	for _, c := range held {
+		if !fence(c.ID) {
+			continue
+		}
 		if groups[c.hold] == nil {
 			order = append(order, c.hold)
 		}
 		groups[c.hold] = append(groups[c.hold], c.ID)
 	}
 	for _, h := range order {
-		if err := s.dialect.Hold(ctx, q, groups[h], h); err != nil {
+		if err := s.dialect.Hold(ctx, tx, groups[h], h); err != nil {
 			return fmt.Errorf("claim: hold %d events behind %s: %w", len(groups[h]), h.Behind, err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("claim: hold: commit: %w", err)
+	}
 	return nil
+}
+
+// lockOwned locks the relay's rows of the buckets of the given events (id
+// -> bucket) in share mode and returns which of the events may still be
+// written: those whose bucket is owned at the epoch of own.
+func (s *Store) lockOwned(ctx context.Context, q Querier, own Ownership, bucketOf map[string]int) (func(id string) bool, error) {
+	seen := map[int]bool{}
+	var buckets []int
+	for _, b := range bucketOf {
+		if !seen[b] {
+			seen[b] = true
+			buckets = append(buckets, b)
+		}
+	}
+	epochs := map[int]uint64{}
+	if len(buckets) > 0 {
+		var err error
+		if epochs, err = s.dialect.LockBuckets(ctx, q, own.RelayID, buckets); err != nil {
+			return nil, fmt.Errorf("lock buckets: %w", err)
+		}
+	}
+	return func(id string) bool {
+		b, ok := bucketOf[id]
+		if !ok {
+			return false
+		}
+		epoch, owned := epochs[b]
+		return owned && epoch == own.Buckets[b]
+	}, nil
 }

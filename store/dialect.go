@@ -28,6 +28,7 @@ type Dialect interface {
 	Now(ctx context.Context, q Querier) (time.Time, error)
 
 	ClaimDialect
+	BucketDialect
 	SettleDialect
 	OperationsDialect
 	WriterDialect
@@ -61,8 +62,6 @@ type Predecessor struct {
 	Done bool
 	// Quarantined: isolated for an operator.
 	Quarantined bool
-	// Leased: under a live lease (locked_by set, lease not expired).
-	Leased bool
 	// NextAttempt is when it becomes claimable; meaningless when Forever.
 	NextAttempt time.Time
 	// Forever: it will never become claimable by itself (quarantined,
@@ -72,14 +71,7 @@ type Predecessor struct {
 
 // ready says whether the predecessor could be claimed at now.
 func (p Predecessor) ready(now time.Time) bool {
-	return !p.Done && !p.Leased && !p.Quarantined && !p.Forever && !p.NextAttempt.After(now)
-}
-
-// LockedEvent is a candidate a claim locked, read in full.
-type LockedEvent struct {
-	Event Event
-	// Stolen: the row carried an expired lease of another claim.
-	Stolen bool
+	return !p.Done && !p.Quarantined && !p.Forever && !p.NextAttempt.After(now)
 }
 
 // Hold says how long events wait behind an earlier event of their
@@ -93,27 +85,81 @@ type Hold struct {
 	Behind string
 }
 
-// ClaimDialect is what a claim runs inside its READ COMMITTED transaction
-// (docs/design.md, "Claiming").
+// AggregateKey names an aggregate.
+type AggregateKey struct {
+	AggregateType string
+	AggregateID   string
+}
+
+// ReadyRequest says which ready events a claim reads.
+type ReadyRequest struct {
+	// Buckets are the buckets to read from; nil reads every bucket.
+	Buckets []int
+	// Exclude are aggregates to pass over.
+	Exclude []AggregateKey
+	// After, when set, reads only events after it in claim order.
+	After *ReadyCursor
+	// Limit is the most events to read.
+	Limit int
+}
+
+// ReadyCursor is a position in claim order.
+type ReadyCursor struct {
+	NextAttemptAt time.Time
+	OccurredAt    time.Time
+	ID            string
+}
+
+// ClaimDialect is what a claim reads and writes (docs/design.md, section
+// 4.2).
 type ClaimDialect interface {
-	// ReadCandidates returns up to limit ready rows (unpublished, not under
-	// a live lease, backoff or hold), in claim order, without locking them.
-	ReadCandidates(ctx context.Context, q Querier, limit int) ([]Candidate, error)
+	// ReadReady returns up to r.Limit ready events (unpublished, not backing
+	// off, held, quarantined or discarded) of r.Buckets, in claim order
+	// (next_attempt_at, occurred_at, id), in full, with their Bucket,
+	// Attempts as stored (failed attempts) and PreviousErrorClass; without
+	// locking them. last is the position of the last row read (zero when
+	// none was).
+	ReadReady(ctx context.Context, q Querier, r ReadyRequest) (events []Event, last ReadyCursor, err error)
+	// BucketOf is an aggregate's bucket, as the dialect's SQL computes it
+	// (a change stream reads events without the database's help).
+	BucketOf(aggregateType, aggregateID string) int
+	// ReadEvents reads those of ids that are still ready, as ReadReady
+	// does.
+	ReadEvents(ctx context.Context, q Querier, ids []string) ([]Event, error)
 	// ReadPredecessors reads the given events without locking them. now is
 	// the database clock of the read, and may be zero when none was found
 	// (no decision then depends on it); an event that does not exist is
 	// absent from found.
 	ReadPredecessors(ctx context.Context, q Querier, keys []SeqKey) (now time.Time, found map[SeqKey]Predecessor, err error)
-	// LockReady locks those of ids that are still ready, skipping rows
-	// another transaction holds (FOR UPDATE SKIP LOCKED), and reads them in
-	// full. now is the database clock (zero when nothing was locked).
-	LockReady(ctx context.Context, q Querier, ids []string) (now time.Time, locked []LockedEvent, err error)
-	// Lease writes the lease on locked rows: locked_by, locked_at,
-	// next_attempt_at = lease expiry, attempts + 1.
-	Lease(ctx context.Context, q Querier, ids []string, lease Lease) error
-	// Hold moves locked rows out of the claim range behind another event,
-	// saying so in error_class and last_error.
+	// Hold moves unpublished events out of the claim range behind another
+	// event, saying so in error_class and last_error.
 	Hold(ctx context.Context, q Querier, ids []string, h Hold) error
+}
+
+// BucketDialect keeps the relays' membership and bucket leases
+// (docs/design.md, section 4.1), on the database clock.
+type BucketDialect interface {
+	// Heartbeat records relayID as live until now + lease (forgetting
+	// relays gone for long) and returns the live relays' ids, sorted.
+	Heartbeat(ctx context.Context, q Querier, relayID string, lease time.Duration) (members []string, err error)
+	// Leave deletes relayID's membership and frees its buckets.
+	Leave(ctx context.Context, q Querier, relayID string) error
+	// CreateBuckets adds the missing rows of buckets 0..n-1, free.
+	CreateBuckets(ctx context.Context, q Querier, n int) error
+	// ReadBuckets returns every bucket's row, by bucket, and the clock.
+	ReadBuckets(ctx context.Context, q Querier) (now time.Time, leases []BucketLease, err error)
+	// AcquireBuckets gives relayID those of buckets that are free or whose
+	// lease expired, with the epoch incremented and the lease renewed, in
+	// one conditional statement.
+	AcquireBuckets(ctx context.Context, q Querier, relayID string, buckets []int, lease time.Duration) error
+	// RenewBuckets extends relayID's lease of those of buckets it owns.
+	RenewBuckets(ctx context.Context, q Querier, relayID string, buckets []int, lease time.Duration) error
+	// ReleaseBuckets frees those of buckets relayID owns.
+	ReleaseBuckets(ctx context.Context, q Querier, relayID string, buckets []int) error
+	// LockBuckets takes a share lock on relayID's rows among buckets (so no
+	// acquire can change them until the transaction ends) and returns their
+	// epochs.
+	LockBuckets(ctx context.Context, q Querier, relayID string, buckets []int) (map[int]uint64, error)
 }
 
 // FailureUpdate is a failed event's new state.
@@ -130,21 +176,35 @@ type FailureUpdate struct {
 	At time.Time
 }
 
-// SettleDialect records a batch's outcome; every update is fenced by the
-// lease (docs/design.md, invariant F1) and reports whether it touched the
-// row.
+// ReleaseUpdate is the new state of an event that was claimed but not
+// sent: it waits as Hold says (Hold.Behind is not written: Message names
+// it).
+type ReleaseUpdate struct {
+	EventID string
+	// Hold is when it becomes claimable again.
+	Hold Hold
+	// Class and Message are its error_class and last_error; Message is
+	// scrubbed and cut to LastErrorMaxLen characters.
+	Class   string
+	Message string
+}
+
+// SettleDialect records a batch's outcome. The core runs it in a
+// transaction after LockBuckets, and names only events of buckets the
+// relay still owns (docs/design.md, invariant F1); every update also
+// requires the event unpublished and reports whether it touched it.
 type SettleDialect interface {
-	// MarkPublished sets published_at on the rows of ids still under lease
-	// and returns how many it marked.
-	MarkPublished(ctx context.Context, q Querier, ids []string, lease Lease) (int, error)
-	// Fail records a failed attempt: a retry time or quarantine, lease
-	// cleared, last_error and error_class set.
-	Fail(ctx context.Context, q Querier, f FailureUpdate, lease Lease) (bool, error)
+	// MarkPublished sets published_at on the unpublished events of ids and
+	// returns how many it marked.
+	MarkPublished(ctx context.Context, q Querier, ids []string) (int, error)
+	// Fail records a failed attempt: attempts + 1, a retry time or
+	// quarantine, last_error and error_class.
+	Fail(ctx context.Context, q Querier, f FailureUpdate) (bool, error)
 	// LogFailure appends the failed attempt to the failure log.
 	LogFailure(ctx context.Context, q Querier, f FailureUpdate, relayID string) error
-	// Release gives back an event that was leased but not sent: the lease
-	// and its attempt are undone and it is held behind h.Behind.
-	Release(ctx context.Context, q Querier, eventID string, h Hold, lease Lease) (bool, error)
+	// Release gives back an event that was claimed but not sent:
+	// next_attempt_at, error_class and last_error set as r says.
+	Release(ctx context.Context, q Querier, r ReleaseUpdate) (bool, error)
 }
 
 // EventRow is one outbox row as operators see it.
@@ -162,7 +222,6 @@ type EventRow struct {
 	NextAttemptAt time.Time
 	// Forever: next_attempt_at is the dialect's "never".
 	Forever       bool
-	LockedBy      string
 	QuarantinedAt *time.Time
 	PublishedAt   *time.Time
 	DiscardedAt   *time.Time

@@ -8,16 +8,20 @@ import (
 )
 
 // The planner decides a claim: which candidates are leased (as whole
-// chains, in queue order), which are held behind an earlier event of their
-// aggregate, and which are passed over. It reads predecessors through a
-// function, so it runs the same over any dialect and over an in-memory
-// table in unit tests. docs/design.md, "Claiming", gives the rules and
-// section 6 the order argument they keep.
+// chains, in queue order) and which are held behind an earlier event of
+// their aggregate. It reads predecessors through a function, so it runs the
+// same over any dialect and over an in-memory table in unit tests.
+// docs/design.md, section 4.2, gives the rules and section 6 the order
+// argument they keep.
 
-// candidateWindow is how many ready rows a claim looks at per event it may
-// lease: rows whose aggregate is in flight with another relay are passed
-// over, and the claim looks further down the queue for other aggregates.
-const candidateWindow = 2
+// chainShare and chainFloor bound one aggregate's chain in a claim to
+// limit/chainShare events, but never below chainFloor (or the limit): a
+// chain is produced one record at a time, so a long one would hold its whole
+// batch back.
+const (
+	chainShare = 8
+	chainFloor = 16
+)
 
 // predecessorRounds bounds how far back a claim follows ready predecessors
 // that are not among its candidates.
@@ -34,9 +38,6 @@ const (
 	// fateLease: every earlier event of the aggregate is done, or leased in
 	// this claim right before it.
 	fateLease fate = iota
-	// fateSkip: an earlier event is in flight (leased by another relay);
-	// the candidate is left as it is.
-	fateSkip
 	// fateHold: an earlier event waits (backing off, held or quarantined);
 	// the candidate leaves the claim range until then.
 	fateHold
@@ -47,9 +48,6 @@ type planned struct {
 	Candidate
 	fate fate
 	hold Hold
-	// locked is set once the claim locked the row (nil: another claim
-	// holds it, or it is no longer ready).
-	locked *LockedEvent
 }
 
 // plan is a claim's decisions.
@@ -62,6 +60,8 @@ type plan struct {
 	chains [][]*planned
 	// held are the candidates to hold.
 	held []*planned
+	// cut are the aggregates whose chain was cut at limit/chainShare.
+	cut []AggregateKey
 }
 
 // predecessorReader reads the given events (non-locking) and returns the
@@ -151,8 +151,6 @@ func (p *plan) decideFates(policy OrderPolicy, read predecessorReader) error {
 		switch {
 		case !found, pred.Done, policy == OrderSkipQuarantined && pred.Quarantined:
 			c.fate = fateLease
-		case pred.Leased:
-			c.fate = fateSkip
 		case pred.ready(now):
 			// Still behind ready predecessors after every round: look again
 			// soon, out of the way of the window.
@@ -171,13 +169,13 @@ func (p *plan) decideFates(policy OrderPolicy, read predecessorReader) error {
 }
 
 // choose picks up to limit events to lease, as whole chains (an
-// aggregate's leasable candidates, in sequence order) taken in queue
-// order, and the candidates to hold.
+// aggregate's leasable candidates, in sequence order) taken in queue order,
+// each cut at limit/chainShare (chainFloor at least), and the candidates to
+// hold.
 func (p *plan) choose(limit int) {
-	type aggregate struct{ typ, id string }
-	byAggregate := map[aggregate][]*planned{}
+	byAggregate := map[AggregateKey][]*planned{}
 	for _, c := range p.all {
-		k := aggregate{c.Key.AggregateType, c.Key.AggregateID}
+		k := AggregateKey{c.Key.AggregateType, c.Key.AggregateID}
 		switch c.fate {
 		case fateLease:
 			byAggregate[k] = append(byAggregate[k], c)
@@ -185,85 +183,34 @@ func (p *plan) choose(limit int) {
 			p.held = append(p.held, c)
 		}
 	}
-	taken := map[aggregate]bool{}
+	maxChain := max(limit/chainShare, min(limit, chainFloor))
+	taken := map[AggregateKey]bool{}
 	n := 0
 	for _, c := range p.all { // queue order
-		k := aggregate{c.Key.AggregateType, c.Key.AggregateID}
+		k := AggregateKey{c.Key.AggregateType, c.Key.AggregateID}
 		if c.fate != fateLease || taken[k] || n >= limit {
 			continue
 		}
 		taken[k] = true
 		chain := byAggregate[k]
 		slices.SortFunc(chain, func(a, b *planned) int { return cmp.Compare(a.Key.Seq, b.Key.Seq) })
+		if len(chain) > maxChain {
+			chain = chain[:maxChain]
+			p.cut = append(p.cut, k)
+		}
 		chain = chain[:min(len(chain), limit-n)]
 		n += len(chain)
 		p.chains = append(p.chains, chain)
 	}
 }
 
-// toLock lists the ids the claim locks: the chains' members and the
-// candidates to hold.
-func (p *plan) toLock() []string {
-	var ids []string
-	for _, chain := range p.chains {
-		for _, c := range chain {
-			ids = append(ids, c.ID)
-		}
-	}
-	for _, c := range p.held {
-		ids = append(ids, c.ID)
-	}
-	return ids
-}
-
-// setLocked records which rows the claim locked.
-func (p *plan) setLocked(locked []LockedEvent) {
-	byID := make(map[string]*planned, len(p.all))
-	for _, c := range p.all {
-		byID[c.ID] = c
-	}
-	for i := range locked {
-		if c := byID[locked[i].Event.ID]; c != nil {
-			c.locked = &locked[i]
-		}
-	}
-}
-
-// leased returns the events to lease: each chain up to its first member a
-// concurrent claim took, since its successors must not overtake it.
+// leased returns the chains' events, chain by chain.
 func (p *plan) leased() []*planned {
 	var out []*planned
 	for _, chain := range p.chains {
-		for _, c := range chain {
-			if c.locked == nil {
-				break
-			}
-			out = append(out, c)
-		}
+		out = append(out, chain...)
 	}
 	return out
-}
-
-// lockedHeld returns the candidates to hold that the claim locked.
-func (p *plan) lockedHeld() []*planned {
-	var out []*planned
-	for _, c := range p.held {
-		if c.locked != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// skipped counts the candidates passed over.
-func (p *plan) skipped() int {
-	n := 0
-	for _, c := range p.all {
-		if c.fate == fateSkip {
-			n++
-		}
-	}
-	return n
 }
 
 func compareKeys(a, b SeqKey) int {

@@ -22,6 +22,15 @@ func key(s string) SeqKey {
 	return SeqKey{AggregateType: "order", AggregateID: agg, Seq: n}
 }
 
+// seqs returns "agg#1".."agg#n", then more.
+func seqs(agg string, n int, more ...string) []string {
+	var out []string
+	for seq := 1; seq <= n; seq++ {
+		out = append(out, fmt.Sprintf("%s#%d", agg, seq))
+	}
+	return append(out, more...)
+}
+
 func cands(keys ...string) []Candidate {
 	out := make([]Candidate, len(keys))
 	for i, k := range keys {
@@ -60,7 +69,6 @@ func (t *table) read(keys []SeqKey) (time.Time, map[SeqKey]Predecessor, error) {
 
 var (
 	done        = Predecessor{Done: true}
-	leased      = Predecessor{Leased: true, NextAttempt: planNow.Add(time.Minute)}
 	ready       = Predecessor{NextAttempt: planNow.Add(-time.Second)}
 	backingOff  = Predecessor{NextAttempt: planNow.Add(time.Hour)}
 	quarantined = Predecessor{Quarantined: true, Forever: true}
@@ -81,8 +89,6 @@ func render(p *plan) string {
 	for _, c := range p.all {
 		k := fmt.Sprintf("%s#%d", c.Key.AggregateID, c.Key.Seq)
 		switch c.fate {
-		case fateSkip:
-			parts = append(parts, "skip "+k)
 		case fateHold:
 			until := "forever"
 			if !c.hold.Forever {
@@ -97,7 +103,7 @@ func render(p *plan) string {
 func TestPlanClaim(t *testing.T) {
 	tests := []struct {
 		name   string
-		cands  []string
+		cands  []string // as key parses them
 		preds  map[string]Predecessor
 		limit  int
 		policy OrderPolicy
@@ -113,9 +119,6 @@ func TestPlanClaim(t *testing.T) {
 			want: "lease a#5", reads: 1},
 		{name: "absent predecessor (published and cleaned up)", cands: []string{"a#5", "a#6"}, limit: 10,
 			want: "lease a#5,a#6", reads: 1},
-		{name: "in flight with another relay: skip, whole chain", cands: []string{"a#5", "a#6", "b#1"},
-			preds: map[string]Predecessor{"a#4": leased}, limit: 10,
-			want: "lease b#1; skip a#5; skip a#6", reads: 1},
 		{name: "backing off: hold until its retry", cands: []string{"a#5", "a#6"},
 			preds: map[string]Predecessor{"a#4": backingOff}, limit: 10,
 			want: "hold a#5 behind a#4 for 1h0m0s; hold a#6 behind a#4 for 1h0m0s", reads: 1},
@@ -138,11 +141,13 @@ func TestPlanClaim(t *testing.T) {
 			preds: map[string]Predecessor{"a#6": ready, "a#5": ready, "a#4": ready, "a#3": ready, "a#2": ready, "a#1": done},
 			limit: 10, want: "hold a#7 behind a#2 for 1s; hold a#6 behind a#2 for 1s; hold a#5 behind a#2 for 1s; hold a#4 behind a#2 for 1s; hold a#3 behind a#2 for 1s",
 			reads: 5},
-		{name: "a brought-in head that is itself behind a lease skips its chain", cands: []string{"a#5"},
-			preds: map[string]Predecessor{"a#4": ready, "a#3": leased}, limit: 10,
-			want: "skip a#5; skip a#4", reads: 2},
+		{name: "a brought-in head that is itself behind a backoff holds its chain", cands: []string{"a#5"},
+			preds: map[string]Predecessor{"a#4": ready, "a#3": backingOff}, limit: 10,
+			want: "hold a#5 behind a#3 for 1h0m0s; hold a#4 behind a#3 for 1h0m0s", reads: 2},
 		{name: "limit cuts a chain at the limit", cands: []string{"a#1", "a#2", "a#3", "b#1"}, limit: 2,
 			want: "lease a#1,a#2", reads: 0},
+		{name: "one aggregate's chain takes at most an eighth of the limit", cands: seqs("a", 25, "b#1"), limit: 160,
+			want: "lease " + strings.Join(seqs("a", 20), ",") + "; lease b#1", reads: 0},
 		{name: "chains are taken in queue order until the limit", cands: []string{"b#1", "a#1", "b#2", "c#1"}, limit: 3,
 			want: "lease b#1,b#2; lease a#1", reads: 0},
 		{name: "holds are decided beyond the limit", cands: []string{"a#1", "b#3"},
@@ -170,29 +175,16 @@ func TestPlanClaim(t *testing.T) {
 	}
 }
 
-func TestPlanLocksAndCutsChains(t *testing.T) {
-	tab := newTable(map[string]Predecessor{"c#1": backingOff})
-	p, err := planClaim(cands("a#1", "a#2", "a#3", "b#1", "c#2"), 10, OrderHold, tab.read)
+func TestPlanReportsCutChains(t *testing.T) {
+	p, err := planClaim(cands(seqs("hot", 40, "quiet#1")...), 80, OrderHold, newTable(nil).read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.toLock(); strings.Join(got, ",") != "id-a#1,id-a#2,id-a#3,id-b#1,id-c#2" {
-		t.Fatalf("locks %v", got)
+	if got, want := render(p), "lease "+strings.Join(seqs("hot", 16), ",")+"; lease quiet#1"; got != want {
+		t.Errorf("plan %s: want hot cut at the floor of 16 (80/8 is less)", got)
 	}
-	// A concurrent claim took a#2: the chain ends before it (a#3 must not
-	// overtake it); c#2's hold was not locked either, so it is not held.
-	p.setLocked([]LockedEvent{
-		{Event: Event{ID: "id-a#1"}}, {Event: Event{ID: "id-a#3"}}, {Event: Event{ID: "id-b#1"}, Stolen: true},
-	})
-	var leasedIDs []string
-	for _, c := range p.leased() {
-		leasedIDs = append(leasedIDs, c.ID)
-	}
-	if strings.Join(leasedIDs, ",") != "id-a#1,id-b#1" {
-		t.Errorf("leased %v, want a#1 (cut before a#2) and b#1", leasedIDs)
-	}
-	if held := p.lockedHeld(); len(held) != 0 {
-		t.Errorf("holds %d rows it did not lock", len(held))
+	if len(p.cut) != 1 || p.cut[0] != (AggregateKey{"order", "hot"}) {
+		t.Errorf("cut %v, want the hot aggregate", p.cut)
 	}
 }
 

@@ -54,7 +54,6 @@ type EventDetail struct {
 	PublishedAt   *time.Time        `json:"published_at,omitempty"`
 	DiscardedAt   *time.Time        `json:"discarded_at,omitempty"`
 	NextAttemptAt *time.Time        `json:"next_attempt_at,omitempty"`
-	LockedBy      string            `json:"locked_by,omitempty"`
 	Failures      []FailureRecord   `json:"failures"`
 	Audit         []AuditRecord     `json:"audit"`
 }
@@ -83,7 +82,6 @@ type AuditRecord struct {
 // outbox row").
 const (
 	StatePending     = "pending"
-	StateLeased      = "leased"
 	StateBackingOff  = "backing_off"
 	StateHeld        = "held"
 	StateQuarantined = "quarantined"
@@ -100,8 +98,6 @@ func (r EventRow) state() string {
 		return StateDiscarded
 	case r.QuarantinedAt != nil:
 		return StateQuarantined
-	case r.LockedBy != "":
-		return StateLeased
 	case r.ErrorClass == ErrorClassHeld:
 		return StateHeld
 	case r.ErrorClass != "":
@@ -137,7 +133,7 @@ func (s *Store) ShowEvent(ctx context.Context, id string) (EventDetail, error) {
 			ErrorClass: row.ErrorClass, LastError: row.LastError, OccurredAt: row.OccurredAt,
 		},
 		State: row.state(), SchemaVersion: row.SchemaVersion, Payload: row.Payload, Headers: row.Headers,
-		PublishedAt: row.PublishedAt, DiscardedAt: row.DiscardedAt, LockedBy: row.LockedBy,
+		PublishedAt: row.PublishedAt, DiscardedAt: row.DiscardedAt,
 	}
 	if !row.Forever {
 		d.NextAttemptAt = &row.NextAttemptAt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/herald-outbox/herald/internal/redact"
 )
@@ -12,11 +13,13 @@ import (
 // log's error).
 const LastErrorMaxLen = 1000
 
-// Settle records a batch's outcome in one transaction, fenced by the lease
-// (docs/design.md, invariant F1): acknowledged events are marked published,
-// failed ones back off or are quarantined (and logged), and events not sent
-// are given back, held behind the failure before them.
-func (s *Store) Settle(ctx context.Context, lease Lease, out Outcome, policy OrderPolicy) (Settled, error) {
+// Settle records a claimed batch's outcome in one transaction, fenced by
+// the buckets the claim was made under (docs/design.md, invariant F1):
+// acknowledged events are marked published, failed ones back off or are
+// quarantined (and logged), and events not sent are given back, held behind
+// the failure before them. Events of buckets the relay lost are left alone
+// and counted in LostLeases.
+func (s *Store) Settle(ctx context.Context, c Claim, out Outcome, policy OrderPolicy) (Settled, error) {
 	var res Settled
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
@@ -24,12 +27,29 @@ func (s *Store) Settle(ctx context.Context, lease Lease, out Outcome, policy Ord
 	}
 	defer tx.Rollback()
 
+	bucketOf := make(map[string]int, len(c.Events))
+	keyOf := make(map[string]SeqKey, len(c.Events))
+	for _, e := range c.Events {
+		bucketOf[e.ID] = e.Bucket
+		keyOf[e.ID] = SeqKey{e.AggregateType, e.AggregateID, e.AggregateSeq}
+	}
+	owned, err := s.lockOwned(ctx, tx, c.Ownership, bucketOf)
+	if err != nil {
+		return res, fmt.Errorf("settle: %w", err)
+	}
+
 	named := len(out.Published) + len(out.Failed) + len(out.Unsent)
 	touched := 0
-	if len(out.Published) > 0 {
-		n, err := s.dialect.MarkPublished(ctx, tx, out.Published, lease)
+	var published []string
+	for _, id := range out.Published {
+		if owned(id) {
+			published = append(published, id)
+		}
+	}
+	if len(published) > 0 {
+		n, err := s.dialect.MarkPublished(ctx, tx, published)
 		if err != nil {
-			return res, fmt.Errorf("settle: mark %d published: %w", len(out.Published), err)
+			return res, fmt.Errorf("settle: mark %d published: %w", len(published), err)
 		}
 		res.Published = n
 		touched += n
@@ -54,28 +74,34 @@ func (s *Store) Settle(ctx context.Context, lease Lease, out Outcome, policy Ord
 				u.RetryAt = now.Add(f.RetryAfter)
 				holds[f.EventID] = Hold{Until: u.RetryAt, Behind: f.EventID}
 			}
-			ok, err := s.dialect.Fail(ctx, tx, u, lease)
+			if !owned(f.EventID) {
+				continue // fenced off: the new owner's attempt is the one to log
+			}
+			ok, err := s.dialect.Fail(ctx, tx, u)
 			if err != nil {
 				return res, fmt.Errorf("settle: record failure of %s: %w", f.EventID, err)
 			}
 			if !ok {
-				continue // fenced off: the new owner's attempt is the one to log
+				continue
 			}
 			touched++
 			if f.Quarantine {
 				res.Quarantined++
 			}
-			if err := s.dialect.LogFailure(ctx, tx, u, lease.RelayID); err != nil {
+			if err := s.dialect.LogFailure(ctx, tx, u, c.Ownership.RelayID); err != nil {
 				return res, fmt.Errorf("settle: log failure of %s: %w", f.EventID, err)
 			}
 		}
 		for _, u := range out.Unsent {
-			h, ok := holds[u.Behind]
-			if !ok || h.Forever && policy == OrderSkipQuarantined {
-				h = Hold{Until: now}
+			if !owned(u.EventID) {
+				continue
 			}
-			h.Behind = u.Behind
-			ok, err := s.dialect.Release(ctx, tx, u.EventID, h, lease)
+			r, write := release(u, holds, now, policy)
+			if !write {
+				touched++ // given up unsent (shutdown): a claim wrote nothing, so nothing to undo
+				continue
+			}
+			ok, err := s.dialect.Release(ctx, tx, r)
 			if err != nil {
 				return res, fmt.Errorf("settle: release %s: %w", u.EventID, err)
 			}
@@ -87,6 +113,33 @@ func (s *Store) Settle(ctx context.Context, lease Lease, out Outcome, policy Ord
 	if err := tx.Commit(); err != nil {
 		return res, fmt.Errorf("settle: commit: %w", err)
 	}
+	for _, id := range published {
+		c.known.record(keyOf[id])
+	}
 	res.LostLeases = named - touched
 	return res, nil
+}
+
+// release decides what an unsent event's row says once given back, and
+// whether anything is to be written. One stopped by a configuration failure
+// (Unsent.Class set: the relay's Kafka configuration, docs/security.md) is
+// charged nothing: no attempt, no failure-log row, no backoff of its own
+// (the relay backs off, not the event), never quarantined; its row says
+// what stopped it. One behind a failure waits for it, as long as its retry
+// (for ever behind a quarantine under OrderHold). One a shutdown gave up
+// needs no write: a claim wrote nothing.
+func release(u Unsent, holds map[string]Hold, now time.Time, policy OrderPolicy) (ReleaseUpdate, bool) {
+	if u.Class != "" {
+		return ReleaseUpdate{EventID: u.EventID, Hold: Hold{Until: now}, Class: u.Class,
+			Message: redact.Truncate(redact.Secrets(u.Message), LastErrorMaxLen)}, true
+	}
+	if u.Behind == "" {
+		return ReleaseUpdate{}, false
+	}
+	h, ok := holds[u.Behind]
+	if !ok || h.Forever && policy == OrderSkipQuarantined {
+		h = Hold{Until: now}
+	}
+	h.Behind = u.Behind
+	return ReleaseUpdate{EventID: u.EventID, Hold: h, Class: ErrorClassHeld, Message: HeldMessage(u.Behind)}, true
 }

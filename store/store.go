@@ -17,7 +17,10 @@ type Event struct {
 	Payload       []byte
 	Headers       map[string]string
 	OccurredAt    time.Time
-	// Attempts counts claims of this event, this one included.
+	// Bucket is the aggregate's bucket (docs/design.md, section 4.1).
+	Bucket int
+	// Attempts is this attempt's number: the failed attempts so far, plus
+	// one.
 	Attempts uint32
 	// PreviousErrorClass is the class of the last failed attempt ("" if
 	// none).
@@ -29,8 +32,8 @@ type Event struct {
 type OrderPolicy string
 
 const (
-	// OrderHold parks later events behind a head that is leased, backing off
-	// or quarantined. The default.
+	// OrderHold holds later events behind a head that is backing off or
+	// quarantined. The default.
 	OrderHold OrderPolicy = "hold"
 	// OrderSkipQuarantined treats a quarantined head as done, so its
 	// aggregate's later events flow (out of order with the head).
@@ -39,42 +42,40 @@ const (
 
 // ClaimRequest asks for a batch.
 type ClaimRequest struct {
-	// RelayID is written to locked_by.
-	RelayID string
-	// Limit is the most candidate rows one claim reads.
+	// Ownership names the buckets to claim from (Rebalance returns it).
+	Ownership Ownership
+	// Limit is the most events one claim takes.
 	Limit int
-	// Lease is how long the claimed events belong to this relay.
-	Lease time.Duration
 	// Policy is the order policy.
 	Policy OrderPolicy
-}
-
-// Lease identifies one claim; its fields are the fencing token every later
-// update of the claimed rows must match.
-type Lease struct {
-	RelayID  string
-	LockedAt time.Time
-	// Expires is when the rows become claimable again (database clock).
-	Expires time.Time
+	// Known remembers done events from claim to claim, so their successors
+	// need no predecessor read; Settle adds what it marks. Nil remembers
+	// nothing.
+	Known *Known
+	// After, when set, continues a backlog from where the previous claim's
+	// read ended (Claim.Next), past the rows of batches still being settled;
+	// nil starts from the oldest ready event.
+	After *ReadyCursor
 }
 
 // Claim is the result of one claim.
 type Claim struct {
-	// Lease is the claim's fencing token; only RelayID is set when no event
-	// was leased.
-	Lease Lease
-	// Events are leased to this relay, sorted by aggregate and AggregateSeq.
+	// Ownership is what the events were claimed under: the fencing token
+	// of their settlement.
+	Ownership Ownership
+	// Events belong to this relay until it settles them, sorted by
+	// aggregate and AggregateSeq.
 	Events []Event
-	// Held counts candidates parked behind an earlier event of their
+	// Held counts candidates held behind an earlier event of their
 	// aggregate that is backing off or quarantined.
 	Held int
-	// Skipped counts candidates passed over, untouched, because an earlier
-	// event of their aggregate is in flight (leased by another relay).
-	Skipped int
-	// Steals counts events taken over from an expired lease.
-	Steals int
-	// Duration is how long the claim transaction took.
+	// Duration is how long the claim took.
 	Duration time.Duration
+	// Next is where a following claim may continue; nil when the claim read
+	// every ready event (none may be left behind it).
+	Next *ReadyCursor
+
+	known *Known
 }
 
 // Failure is an event whose publication failed.
@@ -90,12 +91,19 @@ type Failure struct {
 	Quarantine bool
 }
 
-// Unsent is an event that was claimed but not produced because an earlier
-// event of its aggregate in the same batch failed.
+// Unsent is an event that was claimed but not produced: an earlier event
+// of its aggregate in the same batch failed, the relay gave the batch up
+// (shutdown), or a configuration failure stopped it (not its own fault).
 type Unsent struct {
 	EventID string
-	// Behind is the id of the failed event it waits for.
+	// Behind is the id of the failed event it waits for; "" when the
+	// batch was given up, and the event is left as it was.
 	Behind string
+	// Class and Message, when Class is set, are the configuration failure
+	// that stopped it (kafka.IsConfiguration): it stays ready, with them as
+	// error_class and last_error, Behind ignored.
+	Class   string
+	Message string
 }
 
 // Outcome is what happened to a claimed batch.
@@ -109,8 +117,9 @@ type Outcome struct {
 type Settled struct {
 	// Published is the number of rows marked published.
 	Published int
-	// LostLeases counts rows named in the outcome that the lease no longer
-	// owned (another relay took them over): their updates were fenced off.
+	// LostLeases counts events named in the outcome whose bucket the relay
+	// no longer owned (another relay took it over): their updates were
+	// fenced off.
 	LostLeases int
 	// Quarantined is the number of rows quarantined.
 	Quarantined int

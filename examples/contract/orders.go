@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/herald-outbox/herald/envelope"
 )
@@ -20,9 +23,30 @@ const (
 // TopicOrdersDefault is the topic the orders example publishes to.
 const TopicOrdersDefault = "orders.v1"
 
+// SKUMaxLen is the longest SKU, in characters (the SKU columns of the
+// examples are VARCHAR(64) in utf8mb4, which count characters, not bytes).
+const SKUMaxLen = 64
+
+// ValidateSKU is the one definition of a SKU, used by the orders API that
+// produces events and by the consumers and the warehouse that read them: 1
+// to SKUMaxLen characters of valid UTF-8, not blank, no control characters.
+func ValidateSKU(sku string) error {
+	switch {
+	case strings.TrimSpace(sku) == "":
+		return errors.New("sku must not be empty")
+	case !utf8.ValidString(sku):
+		return errors.New("sku is not valid UTF-8")
+	case utf8.RuneCountInString(sku) > SKUMaxLen:
+		return fmt.Errorf("sku is longer than %d characters", SKUMaxLen)
+	case strings.ContainsFunc(sku, unicode.IsControl):
+		return errors.New("sku contains control characters")
+	}
+	return nil
+}
+
 // OrderItem is one line of an order.
 type OrderItem struct {
-	// SKU identifies the product ("SKU-1").
+	// SKU identifies the product ("SKU-1"); see ValidateSKU.
 	SKU string `json:"sku"`
 	// Quantity is how many units; at least 1.
 	Quantity int64 `json:"quantity"`
@@ -73,9 +97,10 @@ func validateOrder(orderID int64, items []OrderItem, total string) error {
 		return fmt.Errorf("%w: total_amount %.40q is not a decimal string", ErrInvalidPayload, total)
 	}
 	for i, it := range items {
+		if err := ValidateSKU(it.SKU); err != nil {
+			return fmt.Errorf("%w: items[%d]: %v", ErrInvalidPayload, i, err)
+		}
 		switch {
-		case it.SKU == "" || len(it.SKU) > 64:
-			return fmt.Errorf("%w: items[%d].sku must be 1 to 64 characters", ErrInvalidPayload, i)
 		case it.Quantity <= 0:
 			return fmt.Errorf("%w: items[%d].quantity must be positive, got %d", ErrInvalidPayload, i, it.Quantity)
 		case !decimalPattern.MatchString(it.UnitPrice):

@@ -13,6 +13,12 @@
 //	HERALD_KAFKA_BROKERS        comma-separated seed brokers (default 127.0.0.1:9092)
 //	HERALD_EMBED_TOPIC          topic of aggregate type "order" (default orders.v1); it must exist
 //	HERALD_EMBED_METRICS_ADDR   address of /healthz, /readyz and /metrics (default 127.0.0.1:9111)
+//	HERALD_KAFKA_TLS*, HERALD_KAFKA_SASL_*, HERALD_MYSQL_TLS*, HERALD_MYSQL_PASSWORD[_FILE]
+//	                            secured connections, as herald's --kafka-* and --mysql-* flags
+//	                            (docs/security.md)
+//
+// Those last variables become a kafka.Security and a mysql.ConnOptions;
+// your service fills the two from its own configuration.
 package main
 
 import (
@@ -27,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/outbox"
@@ -48,9 +55,20 @@ func run(ctx context.Context, log *slog.Logger) error {
 	dsn := getenv("HERALD_MYSQL_DSN", "herald:herald@tcp(127.0.0.1:3306)/herald")
 	brokers := strings.Split(getenv("HERALD_KAFKA_BROKERS", "127.0.0.1:9092"), ",")
 	topic := getenv("HERALD_EMBED_TOPIC", "orders.v1")
+	security, err := connenv.Kafka(os.Getenv)
+	if err != nil {
+		return err
+	}
+	// TLS, SASL and client certificates as franz-go options; every file
+	// they name is read here, so a bad one stops the service at once.
+	kafkaOpts, err := security.Options()
+	if err != nil {
+		return fmt.Errorf("kafka security: %w", err)
+	}
 
-	// The service's own database, with herald's tables in it.
-	db, err := mysql.Open(ctx, dsn)
+	// The service's own database, with herald's tables in it; TLS and a
+	// password kept out of the DSN come from the options.
+	db, err := mysql.OpenWith(ctx, dsn, connenv.MySQL(os.Getenv))
 	if err != nil {
 		return err
 	}
@@ -71,6 +89,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	// well inside the relay's lease (30s by default).
 	producer, err := kafka.NewProducer(kafka.ProducerConfig{
 		Brokers: brokers, ClientID: "embed", DeliveryTimeout: 20 * time.Second, Logger: log,
+		ClientOptions: kafkaOpts,
 	})
 	if err != nil {
 		return err

@@ -2,13 +2,7 @@
 // that writes orders and their outbox events in one transaction.
 //
 //	go run ./examples/orders
-//
-// Environment:
-//
-//	HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
-//	HERALD_DATABASE_URL           a postgres:// URL for PostgreSQL, else a MySQL/MariaDB DSN (default: the
-//	                              local stack's MariaDB); HERALD_MYSQL_DSN is its alias
-//	HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
+//	go run ./examples/orders --help   # its settings (environment variables)
 //
 // It applies herald's schema and its own on start, logs JSON to stderr and
 // stops gracefully on SIGTERM or SIGINT (exit code 0).
@@ -24,13 +18,44 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
 )
 
+const usage = `orders: the orders example service, an HTTP API that writes each order and
+its outbox event in one transaction (see examples/orders/README.md).
+
+Usage: orders [--help]
+
+Settings come from the environment:
+
+  HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
+  HERALD_DATABASE_URL           a postgres:// URL for PostgreSQL, else a MySQL/MariaDB DSN (default:
+                                the local stack's MariaDB); UTC settings are added
+  HERALD_MYSQL_DSN              alias of HERALD_DATABASE_URL (its name before PostgreSQL)
+  HERALD_MYSQL_TLS              MySQL only: verify-identity, verify-ca or skip-verify, as herald's
+                                --mysql-tls (default none, verify-identity with a CA file); a PostgreSQL
+                                URL asks for TLS itself (sslmode, sslrootcert, sslcert, sslkey)
+  HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
+  HERALD_MYSQL_TLS_SERVER_NAME  MySQL's CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE    file holding the database password (MySQL or PostgreSQL), replacing
+                                the address's
+  HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
+  HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
+  HERALD_FAILPOINTS             crash drills, e.g. orders.after_commit=crash (default none)
+
+It applies herald's schema and its own at start, logs JSON to stderr and stops
+gracefully on SIGTERM or SIGINT (exit code 0).
+`
+
 func main() {
+	if code, done := cmdline.Parse("orders", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	os.Exit(run())
 }
 
@@ -54,12 +79,12 @@ func run() int {
 		cfg.AllowRollbackHeader = allow
 	}
 	dsn, variable := localstack.DatabaseURL()
-	if err := database.Check(dsn); err != nil {
+	if err := database.Check(dsn, database.ConnOptions{}); err != nil {
 		fmt.Fprintf(os.Stderr, "orders: %s: %v\n", variable, err)
 		return 2
 	}
 
-	db, dialect, err := database.Open(ctx, dsn)
+	db, dialect, err := database.Open(ctx, dsn, connenv.MySQL(os.Getenv))
 	if err != nil {
 		log.Error("open database", "error", err.Error())
 		return 1

@@ -9,11 +9,44 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/database"
 )
 
+const usage = `warehouse: the warehouse service, the external API the inventory example
+calls with idempotency keys (POST /v1/operations).
+
+Usage: warehouse [--help]
+
+Settings come from the environment:
+
+  HERALD_WAREHOUSE_ADDR       listen address (default 127.0.0.1:8081)
+  HERALD_WAREHOUSE_MYSQL_DSN  its database, a postgres:// URL or a MySQL/MariaDB DSN (default
+                              HERALD_DATABASE_URL, then HERALD_MYSQL_DSN, then
+                              herald:herald@tcp(127.0.0.1:3306)/herald)
+  HERALD_DATABASE_URL         the database when HERALD_WAREHOUSE_MYSQL_DSN is unset
+  HERALD_MYSQL_DSN            alias of HERALD_DATABASE_URL (its name before PostgreSQL)
+  HERALD_MYSQL_TLS            MySQL only: verify-identity, verify-ca or skip-verify, as herald's
+                              --mysql-tls (default none, verify-identity with a CA file); a
+                              PostgreSQL URL asks for TLS itself (sslmode, sslrootcert, ...)
+  HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
+  HERALD_MYSQL_TLS_SERVER_NAME
+                              MySQL's CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE  file holding the database password (MySQL or PostgreSQL), replacing
+                              the address's
+  HERALD_MYSQL_PASSWORD       the password itself (when no file is given)
+  HERALD_LOG_LEVEL            debug, info (default), warn or error
+
+It applies its own migrations at start, logs JSON to stderr, and on SIGTERM
+or SIGINT finishes in-flight requests and exits 0.
+`
+
 func main() {
+	if code, done := cmdline.Parse("warehouse", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	slog.SetDefault(log)
 	if err := run(log); err != nil {
@@ -26,7 +59,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	env := server.EnvFrom(os.Getenv)
-	db, dialect, err := database.Open(ctx, env.DSN)
+	db, dialect, err := database.Open(ctx, env.DSN, connenv.MySQL(os.Getenv))
 	if err != nil {
 		return err
 	}

@@ -3,15 +3,21 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/kafka"
 )
 
 // envFlags collects a command's flag -> environment variable bindings.
@@ -23,51 +29,157 @@ func (e envFlags) bind(cmd *cobra.Command) {
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd, e) }
 }
 
-// dbFlags is the --database-url flag (alias --mysql-dsn) shared by every
-// command that talks to the database (database.go).
+// dbFlags is the database flag, --database-url (alias --mysql-dsn; see
+// database.go), and the connection options kept out of it (TLS to MySQL, a
+// password kept out of the address) shared by every command that talks to
+// the database.
 type dbFlags struct {
 	dsn, mysqlDSN        string
 	urlGiven, mysqlGiven bool
+	opts                 database.ConnOptions
+}
+
+// mysqlFlagOfField names the flag (or variable) behind each
+// database.ConnOptions field.
+var mysqlFlagOfField = map[string]string{
+	"TLSMode": "--mysql-tls", "TLSCAFile": "--mysql-tls-ca-file", "TLSCertFile": "--mysql-tls-cert-file",
+	"TLSKeyFile": "--mysql-tls-key-file", "TLSServerName": "--mysql-tls-server-name",
+	"Password": connenv.MySQLPassword, "PasswordFile": "--mysql-password-file",
 }
 
 func (f *dbFlags) register(cmd *cobra.Command, env envFlags) {
 	f.registerDatabase(cmd, env)
+	fl := cmd.Flags()
+	fl.StringVar(&f.opts.TLSMode, "mysql-tls", "",
+		"TLS to MySQL/MariaDB: verify-identity, verify-ca or skip-verify (default none; verify-identity with --mysql-tls-ca-file; a PostgreSQL URL sets sslmode itself)")
+	fl.StringVar(&f.opts.TLSCAFile, "mysql-tls-ca-file", "", "PEM file of the CA that signs MySQL's certificate (default: the system roots)")
+	fl.StringVar(&f.opts.TLSCertFile, "mysql-tls-cert-file", "", "client certificate (PEM), for MySQL accounts created REQUIRE X509")
+	fl.StringVar(&f.opts.TLSKeyFile, "mysql-tls-key-file", "", "the client certificate's key (PEM, unencrypted)")
+	fl.StringVar(&f.opts.TLSServerName, "mysql-tls-server-name", "", "name MySQL's certificate must carry (default: the DSN's host)")
+	fl.StringVar(&f.opts.PasswordFile, "mysql-password-file", "",
+		"file holding the database password (MySQL or PostgreSQL), replacing the address's (or set "+connenv.MySQLPassword+")")
+	for flag, name := range map[string]string{
+		"mysql-tls": connenv.MySQLTLS, "mysql-tls-ca-file": connenv.MySQLTLSCAFile,
+		"mysql-tls-cert-file": connenv.MySQLTLSCertFile, "mysql-tls-key-file": connenv.MySQLTLSKeyFile,
+		"mysql-tls-server-name": connenv.MySQLTLSServerName, "mysql-password-file": connenv.MySQLPasswordFile,
+	} {
+		env[flag] = name
+	}
 }
 
-// open connects, naming the flag when the address cannot be parsed.
-func (f *dbFlags) open(ctx context.Context) (*sql.DB, error) {
+// options returns the connection options, with the password from
+// HERALD_MYSQL_PASSWORD (never a flag: it would show in the process list).
+func (f *dbFlags) options() database.ConnOptions {
+	o := f.opts
+	o.Password = os.Getenv(connenv.MySQLPassword)
+	return o
+}
+
+// check reads the address and the options' files without connecting, for
+// commands that hand them on (drills), and returns the address; errors
+// name the flag.
+func (f *dbFlags) check() (string, error) {
 	dsn, err := f.url()
+	if err != nil {
+		return "", err
+	}
+	if err := database.Check(dsn, f.options()); err != nil {
+		return "", flagError(err, mysqlFlagOfField)
+	}
+	return dsn, nil
+}
+
+// open connects, naming the flag when the address or an option is wrong.
+func (f *dbFlags) open(ctx context.Context) (*sql.DB, error) {
+	dsn, err := f.check()
 	if err != nil {
 		return nil, err
 	}
-	db, _, err := database.Open(ctx, dsn)
-	return db, err
+	db, _, err := database.Open(ctx, dsn, f.options())
+	if err != nil {
+		return nil, flagError(err, mysqlFlagOfField)
+	}
+	return db, nil
 }
 
-// kafkaFlags is the --kafka-brokers flag.
+// kafkaFlags is --kafka-brokers and the security flags (TLS, mutual TLS,
+// SASL) shared by every command that talks to Kafka.
 type kafkaFlags struct {
 	brokers []string
+	sec     kafka.Security
+}
+
+// kafkaFlagOfField names the flag (or variable) behind each kafka.Security
+// field.
+var kafkaFlagOfField = map[string]string{
+	"TLS": "--kafka-tls", "CAFile": "--kafka-tls-ca-file", "CertFile": "--kafka-tls-cert-file",
+	"KeyFile": "--kafka-tls-key-file", "ServerName": "--kafka-tls-server-name",
+	"SASLMechanism": "--kafka-sasl-mechanism", "SASLUsername": "--kafka-sasl-username",
+	"SASLPassword": connenv.KafkaSASLPassword, "SASLPasswordFile": "--kafka-sasl-password-file",
 }
 
 func (f *kafkaFlags) register(cmd *cobra.Command, env envFlags) {
-	cmd.Flags().StringSliceVar(&f.brokers, "kafka-brokers", []string{localstack.KafkaBrokersDefault},
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.brokers, "kafka-brokers", []string{localstack.KafkaBrokersDefault},
 		"Kafka seed brokers, comma-separated")
-	env["kafka-brokers"] = "HERALD_KAFKA_BROKERS"
+	fl.BoolVar(&f.sec.TLS, "kafka-tls", false, "TLS to Kafka, checking the brokers against the system's root CAs (implied by the other --kafka-tls-* flags)")
+	fl.StringVar(&f.sec.CAFile, "kafka-tls-ca-file", "", "PEM file of the CA that signs the brokers' certificates (default: the system roots)")
+	fl.StringVar(&f.sec.CertFile, "kafka-tls-cert-file", "", "client certificate (PEM), for brokers that require mutual TLS")
+	fl.StringVar(&f.sec.KeyFile, "kafka-tls-key-file", "", "the client certificate's key (PEM, unencrypted)")
+	fl.StringVar(&f.sec.ServerName, "kafka-tls-server-name", "", "name the brokers' certificates must carry (default: the host dialled)")
+	fl.StringVar(&f.sec.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default none)")
+	fl.StringVar(&f.sec.SASLUsername, "kafka-sasl-username", "", "SASL user")
+	fl.StringVar(&f.sec.SASLPasswordFile, "kafka-sasl-password-file", "",
+		"file holding the SASL password, read at every connection (or set "+connenv.KafkaSASLPassword+")")
+	for flag, name := range map[string]string{
+		"kafka-brokers": "HERALD_KAFKA_BROKERS", "kafka-tls": connenv.KafkaTLS, "kafka-tls-ca-file": connenv.KafkaTLSCAFile,
+		"kafka-tls-cert-file": connenv.KafkaTLSCertFile, "kafka-tls-key-file": connenv.KafkaTLSKeyFile,
+		"kafka-tls-server-name": connenv.KafkaTLSServerName, "kafka-sasl-mechanism": connenv.KafkaSASLMechanism,
+		"kafka-sasl-username": connenv.KafkaSASLUsername, "kafka-sasl-password-file": connenv.KafkaSASLPasswordFile,
+	} {
+		env[flag] = name
+	}
 }
 
+// security returns the settings, with the password from
+// HERALD_KAFKA_SASL_PASSWORD (never a flag).
+func (f *kafkaFlags) security() kafka.Security {
+	s := f.sec
+	s.SASLPassword = os.Getenv(connenv.KafkaSASLPassword)
+	return s
+}
+
+// validate checks the flags without reading any file.
 func (f *kafkaFlags) validate() error {
 	if len(f.brokers) == 0 {
 		return usageError{fmt.Errorf("--kafka-brokers: at least one broker is required")}
 	}
+	if err := f.security().Validate(); err != nil {
+		return flagError(err, kafkaFlagOfField)
+	}
 	return nil
+}
+
+// options returns the franz-go options of the security flags, having read
+// their files; a missing or malformed file is an error naming the flag.
+func (f *kafkaFlags) options() ([]kgo.Opt, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	opts, err := f.security().Options()
+	if err != nil {
+		return nil, flagError(err, kafkaFlagOfField)
+	}
+	return opts, nil
 }
 
 // admin returns an admin client after checking the cluster answers.
 func (f *kafkaFlags) admin(ctx context.Context) (*kadm.Client, error) {
-	if err := f.validate(); err != nil {
+	opts, err := f.options()
+	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(f.brokers...)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -76,7 +188,20 @@ func (f *kafkaFlags) admin(ctx context.Context) (*kadm.Client, error) {
 	defer cancel()
 	if _, err := adm.BrokerMetadata(pingCtx); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("kafka at %v does not answer: %w", f.brokers, err)
+		return nil, fmt.Errorf("kafka at %v (%s) does not answer: %w", f.brokers, f.sec, err)
 	}
 	return adm, nil
+}
+
+// flagError renders the field errors (*config.Error) of kafka.Security or
+// mysql.ConnOptions with the names of their flags (flagOfField) as a usage
+// error; an error without one (a failed connection) is returned as it is.
+func flagError(err error, flagOfField map[string]string) error {
+	for _, e := range config.Leaves(err) {
+		var ce *config.Error
+		if errors.As(e, &ce) {
+			return usageError{errors.New(strings.Join(flagMessages(err, flagOfField), "; "))}
+		}
+	}
+	return err
 }

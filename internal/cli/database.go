@@ -39,7 +39,7 @@ func (f *dbFlags) url() (string, error) {
 	case !f.urlGiven:
 		dsn = localstack.MySQLDSNDefault
 	}
-	if err := database.Check(dsn); err != nil {
+	if err := database.Check(dsn, database.ConnOptions{}); err != nil {
 		return "", usageError{fmt.Errorf("%s: %w", flag, err)}
 	}
 	return dsn, nil

@@ -33,13 +33,16 @@ Needs the servers (make up) and the binaries (make build); make demo does all
 three.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := kf.validate(); err != nil {
+			if _, err := kf.options(); err != nil {
+				return err
+			}
+			dsn, err := db.check()
+			if err != nil {
 				return err
 			}
 			if cfg.Duration <= 0 {
 				return usageError{fmt.Errorf("--duration: must be positive, got %v", cfg.Duration)}
 			}
-			var err error
 			if cfg.BinDir == "" {
 				if cfg.BinDir, err = executableDir(); err != nil {
 					return err
@@ -48,11 +51,8 @@ three.`,
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(os.TempDir(), "herald-demo-"+time.Now().Format("20060102-150405"))
 			}
-			dsn, err := db.url()
-			if err != nil {
-				return err
-			}
 			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, cmd.OutOrStdout()
+			cfg.Kafka, cfg.DatabaseOptions = kf.security(), db.options()
 			if f, ok := cmd.OutOrStdout().(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 					cfg.Live = true

@@ -76,7 +76,11 @@ stop or start as $1), or those drills are skipped.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--drill: %w", err)}
 			}
-			if err := kf.validate(); err != nil {
+			if _, err := kf.options(); err != nil {
+				return err
+			}
+			dsn, err := db.check()
+			if err != nil {
 				return err
 			}
 			if cfg.BinDir == "" {
@@ -90,11 +94,8 @@ stop or start as $1), or those drills are skipped.`,
 			if report == "" {
 				report = filepath.Join(cfg.RunDir, "report.json")
 			}
-			dsn, err := db.url()
-			if err != nil {
-				return err
-			}
 			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, out
+			cfg.Kafka, cfg.DatabaseOptions = kf.security(), db.options()
 			cfg.Command = commandLine(os.Args)
 			rep, err := drill.Run(cmd.Context(), cfg, drills)
 			if err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -44,11 +43,11 @@ func testQuarantineCommands(t *testing.T, server testenv.Server) {
 	d := testenv.NewHeraldDatabaseOn(t, server)
 	st := d.Store()
 	ids := d.AddEvents(t, testenv.OrderEvents("7", "7")...)
-	c, err := st.Claim(context.Background(), store.ClaimRequest{RelayID: "r", Limit: 10, Lease: time.Minute, Policy: store.OrderHold})
-	if err != nil || len(c.Events) != 2 {
-		t.Fatalf("claim: %v, %d events", err, len(c.Events))
+	c := testenv.Claim(t, st, "r", time.Minute, 10)
+	if len(c.Events) != 2 {
+		t.Fatalf("claimed %d events, want 2", len(c.Events))
 	}
-	if _, err := st.Settle(context.Background(), c.Lease, store.Outcome{
+	if _, err := st.Settle(context.Background(), c, store.Outcome{
 		Failed: []store.Failure{{EventID: ids[0], Class: "too_large", Message: "MESSAGE_TOO_LARGE", Quarantine: true}},
 		Unsent: []store.Unsent{{EventID: ids[1], Behind: ids[0]}},
 	}, store.OrderHold); err != nil {
@@ -60,15 +59,13 @@ func testQuarantineCommands(t *testing.T, server testenv.Server) {
 	}
 
 	out, code := run(t, "status", dsn, "--json", "--kafka-brokers=127.0.0.1:1")
-	if code != 0 {
-		t.Fatalf("status: %d %s", code, out)
+	if code != 1 {
+		t.Fatalf("status without Kafka: exit %d, want 1\n%s", code, out)
 	}
 	var rep statusReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
+	decodeFirst(t, out, &rep)
 	if rep.Backlog.Quarantined != 1 || rep.Backlog.Held != 1 || len(rep.Quarantined) != 1 || rep.KafkaError == "" {
-		t.Errorf("status: %+v (kafka unreachable must be reported, not fatal)", rep)
+		t.Errorf("status: %+v (the database's part must be shown and Kafka's error reported)", rep)
 	}
 
 	out, code = run(t, "quarantine", "list", dsn, "--class", "too_large")
@@ -78,6 +75,13 @@ func testQuarantineCommands(t *testing.T, server testenv.Server) {
 	out, _ = run(t, "quarantine", "list", dsn, "--class", "timeout")
 	if strings.Contains(out, ids[0]) {
 		t.Errorf("list --class timeout shows the too_large event:\n%s", out)
+	}
+	if out, code = run(t, "quarantine", "list", dsn, "--class", "timeout", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("list --json of nothing: exit %d, %q; want []", code, out)
+	}
+	out, code = run(t, "quarantine", "show", dsn, ids[1])
+	if code != 0 || !strings.Contains(out, `"audit": []`) || !strings.Contains(out, `"failures": []`) {
+		t.Errorf("show of an event without failures or audit: exit %d, want \"failures\": [] and \"audit\": []\n%s", code, out)
 	}
 	out, code = run(t, "quarantine", "show", dsn, ids[0])
 	if code != 0 || !strings.Contains(out, `"state": "quarantined"`) || !strings.Contains(out, "MESSAGE_TOO_LARGE") {
@@ -104,10 +108,18 @@ func testQuarantineCommands(t *testing.T, server testenv.Server) {
 	if !strings.Contains(out, "0 of 1 event(s) changed") {
 		t.Errorf("second discard is not a no-op:\n%s", out)
 	}
+	out, code = run(t, "quarantine", "retry", dsn, "--actor", "oncall", ids[0])
+	if code != 1 || !strings.Contains(out, ids[0]+": discarded") || !strings.Contains(out, "cannot be retried") {
+		t.Errorf("retry of a discarded event: exit %d, want 1 saying it is discarded\n%s", code, out)
+	}
 	if audits := d.Count(t, "SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND actor = 'oncall'", ids[0]); audits != 1 {
 		t.Errorf("%d audit rows, want 1", audits)
 	}
 }
+
+// noDB points a command at a port where no database listens, so a bad
+// flag that slipped through fails fast instead of touching a server.
+const noDB = "--mysql-dsn=herald:herald@tcp(127.0.0.1:1)/none"
 
 func TestCommandsRefuseBadFlags(t *testing.T) {
 	tests := []struct {
@@ -124,6 +136,23 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 		{"topics min isr above replication", []string{"topics", "create", "t", "--replication-factor", "1", "--min-insync-replicas", "2"}, "--min-insync-replicas"},
 		{"relay bad policy", []string{"relay", "--order-policy", "yolo"}, "--order-policy"},
 		{"relay bad route", []string{"relay", "--topic", "order"}, "--topic"},
+		{"relay route to an invalid topic name", []string{"relay", noDB, "--topic", "ghost=qa bad!"}, "--topic"},
+		{"relay route to a topic name too long", []string{"relay", noDB, "--topic", "order=" + strings.Repeat("t", 250)}, "--topic"},
+		{"relay invalid default topic", []string{"relay", noDB, "--default-topic", ".."}, "--default-topic"},
+		{"relay record limit zero", []string{"relay", noDB, "--max-record-bytes", "0"}, "--max-record-bytes"},
+		{"replay route to an invalid topic name", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--topic", "order=qa bad!"}, "--topic"},
+		{"replay record limit", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--max-record-bytes", "-1"}, "--max-record-bytes"},
+		{"replay suffix makes an invalid name", []string{"replay", noDB, "--from", "1h", "--checkpoint", "x", "--suffix", ".re play"}, "--suffix"},
+		{"status route to an invalid topic name", []string{"status", noDB, "--topic", "order=qa bad!"}, "--topic"},
+		{"status invalid default topic", []string{"status", noDB, "--default-topic", "a/b"}, "--default-topic"},
+		{"topics create invalid name", []string{"topics", "create", "qa bad!", "--replication-factor", "1", "--min-insync-replicas", "1"}, "topic name"},
+		{"topics describe invalid name", []string{"topics", "describe", "."}, "topic name"},
+		{"topics create limit below the relays'", []string{"topics", "create", "t", "--replication-factor", "1", "--min-insync-replicas", "1",
+			"--config", "max.message.bytes=1048588"}, "--max-record-bytes"},
+		{"quarantine since negative", []string{"quarantine", "list", noDB, "--since", "-2h"}, "--since"},
+		{"quarantine until negative", []string{"quarantine", "list", noDB, "--until", "-1h"}, "--until"},
+		{"quarantine since after until", []string{"quarantine", "list", noDB, "--since", "1h", "--until", "2h"}, "--since"},
+		{"quarantine retry since after until", []string{"quarantine", "retry", noDB, "--since", "2026-01-02T00:00:00Z", "--until", "2026-01-01T00:00:00Z"}, "--since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,6 +62,10 @@ func (f *quarantineFilterFlags) filter(now time.Time) (store.QuarantineFilter, e
 	if err != nil {
 		return store.QuarantineFilter{}, err
 	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return store.QuarantineFilter{}, usageError{fmt.Errorf("--since (%s) must be before --until (%s)",
+			since.Format(time.RFC3339), until.Format(time.RFC3339))}
+	}
 	if f.limit < 1 {
 		return store.QuarantineFilter{}, usageError{fmt.Errorf("--limit: must be at least 1, got %d", f.limit)}
 	}
@@ -79,6 +83,9 @@ func parseInstant(flag, v string, now time.Time) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return time.Time{}, usageError{fmt.Errorf("%s: %q: a duration counts back from now and must not be negative", flag, v)}
+		}
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
@@ -113,7 +120,7 @@ func newQuarantineListCommand() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd, list)
+				return writeJSON(cmd, nonNil(list))
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "EVENT ID\tAGGREGATE\tSEQ\tTYPE\tCLASS\tATTEMPTS\tHELD BEHIND\tQUARANTINED AT\tLAST ERROR")
@@ -150,6 +157,7 @@ func newQuarantineShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			d.Failures, d.Audit = nonNil(d.Failures), nonNil(d.Audit)
 			return writeJSON(cmd, d)
 		},
 	}
@@ -211,10 +219,18 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 				resolve = st.Discard
 			}
 			changed := 0
+			var final []string
 			for _, id := range ids {
 				ch, err := resolve(cmd.Context(), id, actor, reason, dryRun)
 				if err != nil {
 					return err
+				}
+				if action == "retry" && ch.State == "discarded" {
+					// A discard is final: saying "unchanged" would read as if
+					// the event were already back in line.
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: discarded; a discarded event cannot be retried\n", id)
+					final = append(final, id)
+					continue
 				}
 				verb := map[bool]string{true: action, false: "unchanged"}[ch.Changed]
 				if dryRun && ch.Changed {
@@ -227,6 +243,9 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d of %d event(s) %s%s\n", changed, len(ids),
 				map[bool]string{true: "would change (dry run)", false: "changed"}[dryRun], "")
+			if len(final) > 0 {
+				return fmt.Errorf("%d event(s) are discarded and cannot be retried: %s", len(final), strings.Join(final, ", "))
+			}
 			return nil
 		},
 	}
@@ -254,6 +273,15 @@ func writeJSON(cmd *cobra.Command, v any) error {
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// nonNil returns s, or an empty slice for nil, so JSON shows [] rather than
+// null for an empty list.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func shorten(s string, n int) string {

@@ -30,9 +30,10 @@ var relayFlagOfField = map[string]string{
 	"Relay.ID": "--relay-id", "Relay.BatchSize": "--batch-size", "Relay.Lease": "--lease",
 	"Relay.PollInterval": "--poll-interval", "Relay.MaxAttempts": "--max-attempts",
 	"Relay.BackoffBase": "--backoff-base", "Relay.BackoffCap": "--backoff-cap",
-	"Relay.OrderPolicy": "--order-policy", "Relay.Topics": "--topic", "Relay.ShutdownTimeout": "--shutdown-timeout",
-	"Cleaner.Retention": "--cleanup-retention", "Cleaner.InboxRetention": "--cleanup-inbox-retention",
-	"Cleaner.Interval": "--cleanup-interval", "BacklogInterval": "--backlog-interval", "MetricsAddr": "--metrics-addr",
+	"Relay.OrderPolicy": "--order-policy", "Relay.Topics": "--topic", "Relay.DefaultTopic": "--default-topic",
+	"Relay.ShutdownTimeout": "--shutdown-timeout", "Cleaner.Retention": "--cleanup-retention",
+	"Cleaner.InboxRetention": "--cleanup-inbox-retention", "Cleaner.Interval": "--cleanup-interval",
+	"BacklogInterval": "--backlog-interval", "MetricsAddr": "--metrics-addr",
 }
 
 // relayNoZeroFlags are the flags whose relay.ServiceConfig field reads 0 (or
@@ -52,6 +53,7 @@ func newRelayCommand() *cobra.Command {
 		topics      []string
 		compression string
 		linger      time.Duration
+		maxRecord   int
 		migrate     bool
 	)
 	env := envFlags{}
@@ -70,7 +72,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			ctx := cmd.Context()
 			// Every problem of the command line is reported at once.
 			problems := refuseZero(cmd, env, relayNoZeroFlags)
-			if err := kf.validate(); err != nil {
+			kafkaOpts, err := kf.options()
+			if err != nil {
 				problems = append(problems, err.Error())
 			}
 			svc.Relay.OrderPolicy = store.OrderPolicy(orderPolicy)
@@ -87,6 +90,9 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				problems = append(problems, fmt.Sprintf("--linger: must not be negative, got %v", linger))
 			case linger == 0:
 				linger = -1 // kafka.ProducerConfig's "no lingering"; its 0 is the default
+			}
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				problems = append(problems, "--max-record-bytes: "+err.Error())
 			}
 			if err := svc.Validate(); err != nil {
 				problems = append(problems, flagMessages(err, relayFlagOfField)...)
@@ -112,9 +118,10 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{
 				Brokers: kf.brokers, ClientID: "herald-relay", Compression: compression, Linger: linger,
+				MaxRecordBytes: maxRecord,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
-				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger,
+				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
 			})
 			if err != nil {
 				return err
@@ -126,7 +133,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				return err
 			}
 			dsn, _ := db.url()
-			logger.Info("relay connecting", "database", database.Address(dsn), "kafka_brokers", strings.Join(kf.brokers, ","))
+			logger.Info("relay connecting", "database", database.Address(dsn), "database_tls", database.TLSMode(dsn, db.opts),
+				"kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
 			err = s.Run(ctx)
 			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
 				return fmt.Errorf("--metrics-addr %s: %w", svc.MetricsAddr, err)
@@ -139,8 +147,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f := cmd.Flags()
 	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id written to locked_by (default <hostname>-<pid>)")
 	f.IntVar(&svc.Relay.BatchSize, "batch-size", relay.BatchSizeDefault, "events per claim")
-	f.DurationVar(&svc.Relay.Lease, "lease", relay.LeaseDefault, "how long claimed events belong to this relay")
-	f.DurationVar(&svc.Relay.PollInterval, "poll-interval", relay.PollIntervalDefault, "wait after a claim that found less than a full batch")
+	f.DurationVar(&svc.Relay.Lease, "lease", relay.LeaseDefault, "how long the relay's buckets stay its own without renewal (takeover time after a crash)")
+	f.DurationVar(&svc.Relay.PollInterval, "poll-interval", relay.PollIntervalDefault, "wait after a claim that found nothing")
 	f.IntVar(&svc.Relay.MaxAttempts, "max-attempts", relay.MaxAttemptsDefault, "failed attempts before an event is quarantined")
 	f.DurationVar(&svc.Relay.BackoffBase, "backoff-base", relay.BackoffBaseDefault, "first retry delay (doubles per attempt)")
 	f.DurationVar(&svc.Relay.BackoffCap, "backoff-cap", relay.BackoffCapDefault, "longest retry delay")
@@ -150,6 +158,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
 	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once)")
+	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
+		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
 	f.DurationVar(&svc.Relay.ShutdownTimeout, "shutdown-timeout", relay.ShutdownTimeoutDefault, "on SIGTERM, wait this long for the batch in flight")
 	f.BoolVar(&migrate, "migrate", false, "apply herald's schema migrations at start")
@@ -163,6 +173,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		"backoff-base": "HERALD_BACKOFF_BASE", "backoff-cap": "HERALD_BACKOFF_CAP",
 		"order-policy": "HERALD_ORDER_POLICY", "topic": "HERALD_TOPICS", "default-topic": "HERALD_DEFAULT_TOPIC",
 		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
+		"max-record-bytes": "HERALD_MAX_RECORD_BYTES",
 		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
 		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",
 		"cleanup-interval": "HERALD_CLEANUP_INTERVAL", "backlog-interval": "HERALD_BACKLOG_INTERVAL",
@@ -181,6 +192,9 @@ func parseTopicRoutes(entries []string) (map[string]string, error) {
 		typ, topic = strings.TrimSpace(typ), strings.TrimSpace(topic)
 		if !ok || typ == "" || topic == "" {
 			return nil, usageError{fmt.Errorf("--topic: %q: want aggregate_type=topic", e)}
+		}
+		if err := kafka.ValidateTopicName(topic); err != nil {
+			return nil, usageError{fmt.Errorf("--topic: %s: %w", e, err)}
 		}
 		if prev, dup := routes[typ]; dup && prev != topic {
 			return nil, usageError{fmt.Errorf("--topic: aggregate type %q routed twice (%s and %s)", typ, prev, topic)}

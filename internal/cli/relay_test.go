@@ -22,10 +22,10 @@ func TestRelayRefusesExplicitInvalidValues(t *testing.T) {
 		env  map[string]string
 		want []string // substrings of the error
 	}{
-		{"lease 0", []string{"--lease=0"}, nil, []string{"--lease: must not be 0s", "30s"}},
+		{"lease 0", []string{"--lease=0"}, nil, []string{"--lease: must not be 0s", "10s"}},
 		{"batch size 0", []string{"--batch-size=0"}, nil, []string{"--batch-size: must not be 0", "500"}},
 		{"max attempts 0", []string{"--max-attempts=0"}, nil, []string{"--max-attempts: must not be 0", "25"}},
-		{"poll interval 0", []string{"--poll-interval=0s"}, nil, []string{"--poll-interval: must not be 0s", "250ms"}},
+		{"poll interval 0", []string{"--poll-interval=0s"}, nil, []string{"--poll-interval: must not be 0s", "50ms"}},
 		{"poll interval 0 from the environment", nil, map[string]string{"HERALD_POLL_INTERVAL": "0"},
 			[]string{"HERALD_POLL_INTERVAL (for --poll-interval): must not be 0s"}},
 		{"backoff base 0", []string{"--backoff-base=0"}, nil, []string{"--backoff-base: must not be 0s"}},

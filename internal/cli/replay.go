@@ -1,9 +1,8 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,11 +21,11 @@ func newReplayCommand() *cobra.Command {
 		kf         kafkaFlags
 		sel        store.ReplaySelection
 		from, to   string
-		topics     []string
-		defTopic   string
+		routing    routeFlags
 		suffix     string
 		checkpoint string
 		rateLimit  int
+		maxRecord  int
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -41,7 +40,8 @@ group reading the replay topic deduplicates against its inbox.
 At most --rate records per second. Progress is saved under --checkpoint after
 every acknowledged page: running the same command again resumes (with the
 time range saved at the start when --from/--to are durations); a finished
-replay does nothing. Use a new checkpoint name for a new replay.
+replay does nothing. The same checkpoint with another range or other filters
+is refused: use a new checkpoint name for a new replay.
 
 Consumer-side replay (a new consumer group from a timestamp) is an option of
 the consumers themselves; see docs/runbooks/replay.md.`,
@@ -68,7 +68,22 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if suffix == "" {
 				return usageError{fmt.Errorf("--suffix: must not be empty: a replay never goes to the live topic")}
 			}
-			routes, err := parseTopicRoutes(topics)
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				return usageError{fmt.Errorf("--max-record-bytes: %w", err)}
+			}
+			routes, defTopic, err := routing.parse()
+			if err != nil {
+				return err
+			}
+			lives := liveTopics(routes, defTopic)
+			for _, live := range lives {
+				if err := kafka.ValidateTopicName(live + suffix); err != nil {
+					return usageError{fmt.Errorf("--suffix: the replay topic of %s: %w", live, err)}
+				}
+			}
+			// Settings that can never work stop the command before it
+			// touches the database or Kafka.
+			kafkaOpts, err := kf.options()
 			if err != nil {
 				return err
 			}
@@ -77,21 +92,35 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 				return err
 			}
 			defer conn.Close()
+			resumeSaved := isDuration(from) || isDuration(to)
+			saved, err := store.New(conn, db.dialect()).LoadReplayCheckpoint(ctx, checkpoint, sel, resumeSaved)
+			if errors.Is(err, store.ErrCheckpointMismatch) {
+				return usageError{fmt.Errorf("--checkpoint %s: %w; use a new --checkpoint name for a new replay", checkpoint, err)}
+			}
+			if err != nil {
+				return err
+			}
+			if err := checkSavedRange(checkpoint, from, to, sel, saved.Selection); err != nil {
+				return err
+			}
+			if saved.Finished {
+				fmt.Fprintf(cmd.OutOrStdout(), "replay %q already finished: %d event(s) added from %s to %s; "+
+					"0 event(s) this run (use a new --checkpoint name for a new replay)\n", checkpoint, saved.Replayed,
+					saved.Selection.From.Format(time.RFC3339), saved.Selection.To.Format(time.RFC3339))
+				return nil
+			}
 			adm, err := kf.admin(ctx)
 			if err != nil {
 				return err
 			}
 			defer adm.Close()
-			lives := slices.Collect(maps.Values(routes))
-			if defTopic != "" {
-				lives = append(lives, defTopic)
-			}
 			for _, live := range lives {
 				if err := ensureReplayTopic(cmd, adm, live, live+suffix); err != nil {
 					return err
 				}
 			}
-			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay"})
+			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay",
+				MaxRecordBytes: maxRecord, ClientOptions: kafkaOpts})
 			if err != nil {
 				return err
 			}
@@ -99,7 +128,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			start := time.Now()
 			rp, err := relay.NewReplayer(relay.ReplayConfig{
 				Checkpoint: checkpoint, Selection: sel, Topics: routes, DefaultTopic: defTopic, Rate: rateLimit,
-				ResumeSavedRange: isDuration(from) || isDuration(to),
+				ResumeSavedRange: resumeSaved,
 				TopicFor:         func(live string) string { return live + suffix },
 				Progress: func(n int64) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
@@ -128,13 +157,11 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 	f.StringVar(&sel.AggregateType, "aggregate-type", "", "only this aggregate type")
 	f.StringVar(&sel.AggregateID, "aggregate-id", "", "only this aggregate (needs --aggregate-type)")
 	f.StringVar(&sel.EventType, "event-type", "", "only this event type")
-	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "live routes aggregate_type=topic, as for herald relay")
-	f.StringVar(&defTopic, "default-topic", "", "live topic of aggregate types no --topic names, as for herald relay")
+	routing.register(cmd, env)
 	f.StringVar(&suffix, "suffix", relay.ReplayTopicSuffix, "replay topic = live topic + suffix")
 	f.StringVar(&checkpoint, "checkpoint", "", "name under which progress is saved (required)")
 	f.IntVar(&rateLimit, "rate", relay.ReplayRateDefault, "most records per second")
-	env["topic"] = "HERALD_TOPICS"
-	env["default-topic"] = "HERALD_DEFAULT_TOPIC"
+	maxRecordBytesFlag(cmd, env, &maxRecord)
 	env.bind(cmd)
 	return cmd
 }
@@ -145,8 +172,37 @@ func isDuration(v string) bool {
 	return err == nil
 }
 
+// checkSavedRange refuses to resume a checkpoint for another time range
+// than the one it was saved with. A range given relative to now (--from
+// 6h) moves with the clock, so its ends cannot be compared with the saved
+// ones: an end given as a time must match exactly, and with both ends
+// relative the range's width must (a rerun of the same command resumes;
+// another --from or --to does not). The filters are checked by
+// LoadReplayCheckpoint.
+func checkSavedRange(checkpoint, from, to string, asked, saved store.ReplaySelection) error {
+	var same bool
+	switch {
+	case isDuration(from) && isDuration(to):
+		same = asked.To.Sub(asked.From) == saved.To.Sub(saved.From)
+	case isDuration(to):
+		same = asked.From.Equal(saved.From)
+	case isDuration(from):
+		same = asked.To.Equal(saved.To)
+	default:
+		return nil // both ends are times: LoadReplayCheckpoint compared them
+	}
+	if same {
+		return nil
+	}
+	return usageError{fmt.Errorf("--from/--to: checkpoint %q covers events added from %s to %s (%v); --from %s --to %s "+
+		"asks for a different range (%s to %s). A checkpoint only resumes its own range: use a new --checkpoint name "+
+		"to replay another one", checkpoint, saved.From.Format(time.RFC3339), saved.To.Format(time.RFC3339),
+		saved.To.Sub(saved.From).Round(time.Second), from, to, asked.From.Format(time.RFC3339), asked.To.Format(time.RFC3339))}
+}
+
 // ensureReplayTopic creates the replay topic with the live topic's
-// partitions and replication, so keys land on the same partition numbers.
+// partitions and replication, so keys land on the same partition numbers,
+// and its max.message.bytes, so every record of the live topic fits.
 func ensureReplayTopic(cmd *cobra.Command, adm *kadm.Client, live, replay string) error {
 	descs, err := kafka.DescribeTopics(cmd.Context(), adm, live)
 	if err != nil {
@@ -157,9 +213,13 @@ func ensureReplayTopic(cmd *cobra.Command, adm *kadm.Client, live, replay string
 	if v, err := strconv.Atoi(d.Configs["min.insync.replicas"]); err == nil {
 		minISR = v
 	}
+	configs := map[string]string{}
+	if v, ok := d.Configs["max.message.bytes"]; ok {
+		configs["max.message.bytes"] = v
+	}
 	change, err := kafka.EnsureTopic(cmd.Context(), adm, kafka.TopicSpec{
 		Name: replay, Partitions: int32(len(d.Partitions)), ReplicationFactor: int16(d.ReplicationFactor),
-		MinInsyncReplicas: minISR,
+		MinInsyncReplicas: minISR, Configs: configs,
 	}, false)
 	if err != nil {
 		return err

@@ -123,3 +123,48 @@ func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
 		t.Errorf("consumer applied %d and absorbed %d duplicates; want %d and %d", s.Processed, s.Duplicates, events/2, events/2)
 	}
 }
+
+// TestReplayCheckpointKeepsItsRange: a checkpoint resumes the range it was
+// started with. Rerunning the finished replay's command says it is already
+// finished, with its range; the same checkpoint with another --from/--to
+// (relative or absolute) is refused, naming both ranges, and publishes
+// nothing.
+func TestReplayCheckpointKeepsItsRange(t *testing.T) {
+	d := testenv.NewHeraldDatabase(t)
+	brokers := testenv.KafkaBrokers(t)
+	live := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 2})
+	replayTopic := live + ".replay"
+	admin := testenv.NewAdmin(t, brokers)
+	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	testenv.AddEvents(t, d.DB, testenv.OrderEvents("1", "2", "3")...)
+	if _, err := d.DB.Exec("UPDATE outbox_events SET published_at = NOW(6)"); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(args ...string) (string, int) {
+		t.Helper()
+		return run(t, append([]string{"replay", "--mysql-dsn=" + d.DSN, "--kafka-brokers=" + strings.Join(brokers, ","),
+			"--topic", "order=" + live, "--checkpoint", "range-test"}, args...)...)
+	}
+
+	if out, code := replay("--from", "1h"); code != 0 || !strings.Contains(out, "3 event(s) this run") {
+		t.Fatalf("first replay: exit %d\n%s", code, out)
+	}
+	if out, code := replay("--from", "1h"); code != 0 || !strings.Contains(out, "already finished") ||
+		!strings.Contains(out, "0 event(s) this run") {
+		t.Errorf("the same command again: exit %d, want 0 and \"already finished\"\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"--from", "6h"},
+		{"--from", "1h", "--to", "30m"},
+		{"--from", time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)},
+	} {
+		out, code := replay(args...)
+		if code != exitUsage || !strings.Contains(out, "range-test") || !strings.Contains(out, "different range") ||
+			!strings.Contains(out, "new --checkpoint") {
+			t.Errorf("replay %v with the finished checkpoint: exit %d, want %d saying the range differs\n%s", args, code, exitUsage, out)
+		}
+	}
+	if records, err := verify.ReadTopic(context.Background(), brokers, replayTopic); err != nil || len(records) != 3 {
+		t.Errorf("replay topic: %d records (%v), want the first run's 3 only", len(records), err)
+	}
+}

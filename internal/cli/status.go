@@ -13,10 +13,21 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
+// relayStatus is a relay that owns buckets (docs/design.md, section 4.1).
+type relayStatus struct {
+	RelayID string `json:"relay_id"`
+	Buckets int    `json:"buckets"`
+	// LeaseLeft is the time until its earliest bucket lease ends unless
+	// renewed; negative when it ended (the relay stopped renewing).
+	LeaseLeft time.Duration `json:"lease_left_ns"`
+}
+
 // statusReport is `herald status --json`.
 type statusReport struct {
 	At          time.Time                `json:"at"`
 	Backlog     store.Backlog            `json:"backlog"`
+	Relays      []relayStatus            `json:"relays"`
+	FreeBuckets int                      `json:"free_buckets"`
 	Quarantined []store.QuarantinedEvent `json:"quarantined"`
 	Partitions  []kafka.PartitionOffset  `json:"partitions,omitempty"`
 	Lag         []kafka.PartitionLag     `json:"consumer_lag,omitempty"`
@@ -25,18 +36,42 @@ type statusReport struct {
 
 func newStatusCommand() *cobra.Command {
 	var (
-		db     dbFlags
-		kf     kafkaFlags
-		topics []string
-		groups []string
-		asJSON bool
+		db      dbFlags
+		kf      kafkaFlags
+		routing routeFlags
+		topics  []string
+		groups  []string
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "One screen for the operator: backlog, ages, failures, quarantine, partitions, consumer lag",
-		Args:  cobra.NoArgs,
+		Long: `One screen for the operator: the outbox backlog by state with the oldest
+ages, failures by class in the last hour, the oldest quarantined events, and,
+from Kafka, the records per partition and the consumer groups' lag on the
+topics a relay with the same routing settings publishes to (--topic and
+--default-topic, or HERALD_TOPICS and HERALD_DEFAULT_TOPIC, as for herald
+relay), or on --topics.
+
+When Kafka does not answer, the database's part is still printed and the
+command exits 1.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// Kafka's answer is reported, not required, but settings that
+			// can never work are the operator's to fix first.
+			if _, err := kf.options(); err != nil {
+				return err
+			}
+			if len(topics) == 0 {
+				routes, defaultTopic, err := routing.parse()
+				if err != nil {
+					return err
+				}
+				topics = liveTopics(routes, defaultTopic)
+			} else if err := validateTopicNames(topics); err != nil {
+				return err
+			}
 			conn, err := db.open(ctx)
 			if err != nil {
 				return err
@@ -47,26 +82,39 @@ func newStatusCommand() *cobra.Command {
 			if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
 				return err
 			}
+			if rep.Relays, rep.FreeBuckets, err = relayStatuses(ctx, st); err != nil {
+				return err
+			}
 			if rep.Quarantined, err = st.ListQuarantined(ctx, store.QuarantineFilter{Limit: 10}); err != nil {
 				return err
 			}
+			rep.Quarantined = nonNil(rep.Quarantined)
 			// Kafka is reported on, not required: the database view is what
-			// an operator needs first when the cluster is the problem.
-			if err := kafkaStatus(ctx, &kf, topics, groups, &rep); err != nil {
-				rep.KafkaError = err.Error()
+			// an operator needs first when the cluster is the problem. The
+			// exit code still says the status is incomplete.
+			kafkaErr := kafkaStatus(ctx, &kf, topics, groups, &rep)
+			if kafkaErr != nil {
+				rep.KafkaError = kafkaErr.Error()
 			}
 			if asJSON {
-				return writeJSON(cmd, rep)
+				if err := writeJSON(cmd, rep); err != nil {
+					return err
+				}
+			} else {
+				printStatus(cmd, rep)
 			}
-			printStatus(cmd, rep)
+			if kafkaErr != nil {
+				return fmt.Errorf("the Kafka part of the status is missing: %w", kafkaErr)
+			}
 			return nil
 		},
 	}
 	env := envFlags{}
 	db.register(cmd, env)
 	kf.register(cmd, env)
-	cmd.Flags().StringSliceVar(&topics, "topics", []string{"orders.v1"}, "topics to show partitions and lag for")
-	cmd.Flags().StringSliceVar(&groups, "groups", nil, "consumer groups to show (default: every group reading --topics)")
+	routing.register(cmd, env)
+	cmd.Flags().StringSliceVar(&topics, "topics", nil, "topics to show partitions and lag for (default: the topics of --topic and --default-topic)")
+	cmd.Flags().StringSliceVar(&groups, "groups", nil, "consumer groups to show (default: every group reading the topics)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	env["topics"] = "HERALD_STATUS_TOPICS"
 	env.bind(cmd)
@@ -88,19 +136,60 @@ func kafkaStatus(ctx context.Context, kf *kafkaFlags, topics, groups []string, r
 	return err
 }
 
+// relayStatuses groups the bucket table by owner.
+func relayStatuses(ctx context.Context, st *store.Store) ([]relayStatus, int, error) {
+	now, leases, err := st.Buckets(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	byOwner := map[string]*relayStatus{}
+	free := store.BucketCount - len(leases) // rows not created yet: no relay ever ran
+	for _, l := range leases {
+		if l.Owner == "" {
+			free++
+			continue
+		}
+		r := byOwner[l.Owner]
+		if r == nil {
+			r = &relayStatus{RelayID: l.Owner, LeaseLeft: l.Expires.Sub(now)}
+			byOwner[l.Owner] = r
+		}
+		r.Buckets++
+		r.LeaseLeft = min(r.LeaseLeft, l.Expires.Sub(now))
+	}
+	out := []relayStatus{}
+	for _, r := range byOwner {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RelayID < out[j].RelayID })
+	return out, free, nil
+}
+
 func printStatus(cmd *cobra.Command, rep statusReport) {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	b := rep.Backlog
 	fmt.Fprintf(w, "herald status at %s\n\n", rep.At.Format(time.RFC3339))
 	fmt.Fprintln(w, "OUTBOX BACKLOG\tEVENTS\tOLDEST")
 	fmt.Fprintf(w, "  ready (claimable)\t%d\t%s waiting\n", b.Ready, age(b.OldestReadyAge))
-	fmt.Fprintf(w, "  leased (in flight)\t%d\t\n", b.Leased)
 	fmt.Fprintf(w, "  backing off\t%d\t\n", b.BackingOff)
 	fmt.Fprintf(w, "  held behind their aggregate\t%d\t%d aggregate(s)\n", b.Held, b.HeldAggregates)
-	fmt.Fprintf(w, "  (oldest of leased/backing off/held)\t\t%s old\n", age(b.OldestParkedAge))
+	fmt.Fprintf(w, "  (oldest of backing off/held)\t\t%s old\n", age(b.OldestParkedAge))
 	fmt.Fprintf(w, "  quarantined\t%d\t%s old\n", b.Quarantined, age(b.OldestQuarantinedAge))
 	fmt.Fprintf(w, "  discarded\t%d\t\n", b.Discarded)
 	fmt.Fprintf(w, "  published in the last hour\t%d\t\n\n", b.PublishedLastHour)
+
+	fmt.Fprintln(w, "RELAYS\tBUCKETS\tLEASE")
+	for _, r := range rep.Relays {
+		lease := "renewed, " + r.LeaseLeft.Round(time.Second).String() + " left"
+		if r.LeaseLeft <= 0 {
+			lease = "EXPIRED " + (-r.LeaseLeft).Round(time.Second).String() + " ago: taken over at the next turn"
+		}
+		fmt.Fprintf(w, "  %s\t%d\t%s\n", r.RelayID, r.Buckets, lease)
+	}
+	if rep.FreeBuckets > 0 {
+		fmt.Fprintf(w, "  (no relay)\t%d\tnobody claims these buckets' events\n", rep.FreeBuckets)
+	}
+	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "FAILURES IN THE LAST HOUR\tATTEMPTS\t")
 	if len(b.FailuresLastHour) == 0 {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -27,17 +28,27 @@ func newTopicsCreateCommand() *cobra.Command {
 		minISR        int
 		configs       []string
 		allowKeyRemap bool
+		allowDiffs    bool
+		maxRecord     int
 	)
 	cmd := &cobra.Command{
 		Use:   "create TOPIC...",
 		Short: "Create topics, or check existing ones (adding partitions needs --allow-key-remap)",
-		Long: `Create each topic with the given partitions, replication factor and
-min.insync.replicas. An existing topic is left alone when it already has the
-partitions asked for. Asking for MORE partitions than an existing topic has is
-refused unless --allow-key-remap is given: Kafka places a key by hashing it
-modulo the partition count, so adding partitions moves most aggregates to
-another partition and breaks per-aggregate ordering for consumers until the
-old partitions are drained.
+		Long: `Create each topic with the given partitions, replication factor,
+min.insync.replicas and configs, and max.message.bytes = --max-record-bytes
+(the relays' record limit) unless --config sets it.
+
+An existing topic is compared with what was asked: each difference in
+replication factor, min.insync.replicas or a --config value, and a
+max.message.bytes below --max-record-bytes, is reported, and the command
+exits 1 unless --allow-differences is given. It changes none of them (use
+your Kafka tooling, e.g. kafka-configs --alter).
+
+Asking for MORE partitions than an existing topic has is refused unless
+--allow-key-remap is given: Kafka places a key by hashing it modulo the
+partition count, so adding partitions moves most aggregates to another
+partition and breaks per-aggregate ordering for consumers until the old
+partitions are drained.
 
 On a one-broker development stack use --replication-factor 1 --min-insync-replicas 1.`,
 		Args: cobra.MinimumNArgs(1),
@@ -51,6 +62,12 @@ On a one-broker development stack use --replication-factor 1 --min-insync-replic
 			if minISR < 1 || minISR > int(replication) {
 				return usageError{fmt.Errorf("--min-insync-replicas: must be 1..%d (the replication factor), got %d", replication, minISR)}
 			}
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				return usageError{fmt.Errorf("--max-record-bytes: %w", err)}
+			}
+			if err := validateTopicNames(topics); err != nil {
+				return err
+			}
 			extra := map[string]string{}
 			for _, c := range configs {
 				k, v, ok := strings.Cut(c, "=")
@@ -59,20 +76,47 @@ On a one-broker development stack use --replication-factor 1 --min-insync-replic
 				}
 				extra[k] = v
 			}
+			if v, ok := extra["max.message.bytes"]; ok {
+				if n, err := strconv.Atoi(v); err != nil || n < maxRecord {
+					return usageError{fmt.Errorf("--config max.message.bytes=%s: below --max-record-bytes (%d), so the topic "+
+						"would refuse records the relays send; lower --max-record-bytes with the relays' (HERALD_MAX_RECORD_BYTES) "+
+						"or drop this --config", v, maxRecord)}
+				}
+			}
 			adm, err := kf.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer adm.Close()
+			var differing []string
 			for _, topic := range topics {
-				change, err := kafka.EnsureTopic(cmd.Context(), adm, kafka.TopicSpec{
+				spec := kafka.TopicSpec{
 					Name: topic, Partitions: partitions, ReplicationFactor: replication,
-					MinInsyncReplicas: minISR, Configs: extra,
-				}, allowKeyRemap)
+					MinInsyncReplicas: minISR, Configs: extra, MaxRecordBytes: maxRecord,
+				}
+				change, err := kafka.EnsureTopic(cmd.Context(), adm, spec, allowKeyRemap)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", topic, change)
+				if change == kafka.TopicCreated {
+					continue
+				}
+				diffs, err := kafka.CompareTopic(cmd.Context(), adm, spec)
+				if err != nil {
+					return err
+				}
+				for _, d := range diffs {
+					fmt.Fprintf(cmd.OutOrStdout(), "  differs: %s\n", d)
+				}
+				if len(diffs) > 0 {
+					differing = append(differing, topic)
+				}
+			}
+			if len(differing) > 0 && !allowDiffs {
+				return fmt.Errorf("existing topic(s) %s differ from what was asked (see above), and herald changed "+
+					"none of it: alter them with your Kafka tooling, or rerun with --allow-differences to accept them as they are",
+					strings.Join(differing, ", "))
 			}
 			return nil
 		},
@@ -86,20 +130,34 @@ On a one-broker development stack use --replication-factor 1 --min-insync-replic
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "extra topic config key=value (repeatable)")
 	cmd.Flags().BoolVar(&allowKeyRemap, "allow-key-remap", false,
 		"allow adding partitions to an existing topic, knowing keys move and ordering breaks")
+	cmd.Flags().BoolVar(&allowDiffs, "allow-differences", false,
+		"exit 0 although an existing topic differs from what was asked (the differences are still shown)")
+	maxRecordBytesFlag(cmd, env, &maxRecord)
 	env.bind(cmd)
 	return cmd
 }
 
 func newTopicsDescribeCommand() *cobra.Command {
 	var (
-		kf     kafkaFlags
-		asJSON bool
+		kf        kafkaFlags
+		asJSON    bool
+		maxRecord int
 	)
 	cmd := &cobra.Command{
 		Use:   "describe TOPIC...",
-		Short: "Show partitions, leaders, in-sync replicas and main configs",
-		Args:  cobra.MinimumNArgs(1),
+		Short: "Show partitions, leaders, in-sync replicas and main configs; check max.message.bytes",
+		Long: `Show each topic's partitions, leaders, replicas, in-sync replicas and main
+configs, and warn when its max.message.bytes is below --max-record-bytes (the
+relays' record limit): such a topic refuses some events the outbox writer
+accepts, and the relay quarantines them as too_large.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
+			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
+				return usageError{fmt.Errorf("--max-record-bytes: %w", err)}
+			}
+			if err := validateTopicNames(topics); err != nil {
+				return err
+			}
 			adm, err := kf.admin(cmd.Context())
 			if err != nil {
 				return err
@@ -108,6 +166,11 @@ func newTopicsDescribeCommand() *cobra.Command {
 			descs, err := kafka.DescribeTopics(cmd.Context(), adm, topics...)
 			if err != nil {
 				return err
+			}
+			for i := range descs {
+				if err := kafka.CheckTopicLimit(descs[i], maxRecord); err != nil {
+					descs[i].Warnings = append(descs[i].Warnings, err.Error())
+				}
 			}
 			if asJSON {
 				return writeJSON(cmd, descs)
@@ -120,6 +183,9 @@ func newTopicsDescribeCommand() *cobra.Command {
 				for _, p := range d.Partitions {
 					fmt.Fprintf(w, "  %d\t%d\t%v\t%v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
 				}
+				for _, warning := range d.Warnings {
+					fmt.Fprintf(w, "  WARNING: %s\n", warning)
+				}
 			}
 			return w.Flush()
 		},
@@ -127,6 +193,15 @@ func newTopicsDescribeCommand() *cobra.Command {
 	env := envFlags{}
 	kf.register(cmd, env)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	maxRecordBytesFlag(cmd, env, &maxRecord)
 	env.bind(cmd)
 	return cmd
+}
+
+// maxRecordBytesFlag registers --max-record-bytes, the relays' record limit,
+// with the relay's environment variable, so one setting serves both.
+func maxRecordBytesFlag(cmd *cobra.Command, env envFlags, v *int) {
+	cmd.Flags().IntVar(v, "max-record-bytes", kafka.MaxRecordBytesDefault,
+		"the relays' record limit (herald relay --max-record-bytes)")
+	env["max-record-bytes"] = "HERALD_MAX_RECORD_BYTES"
 }

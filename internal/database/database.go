@@ -8,12 +8,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/postgres"
@@ -33,25 +35,70 @@ func Dialect(dsn string) store.Dialect {
 	return mysql.Dialect{}
 }
 
-// Check parses dsn without connecting. Its error never echoes a password.
-func Check(dsn string) error {
+// ConnOptions are the connection settings kept out of the address (see
+// mysql.ConnOptions). On MySQL/MariaDB all apply; on PostgreSQL only the
+// password does, and TLS comes from the URL (sslmode, sslrootcert,
+// sslcert, sslkey), which a TLS option set with it would contradict.
+type ConnOptions = mysql.ConnOptions
+
+// Check parses dsn and checks o without connecting, reading o's files. Its
+// errors never echo a password; an invalid option is a *config.Error
+// naming the ConnOptions field.
+func Check(dsn string, o ConnOptions) error {
 	if IsPostgres(dsn) {
-		_, err := postgres.ParseURL(dsn)
+		pg, err := postgresOptions(o)
+		if err != nil {
+			return err
+		}
+		_, err = pg.Config(dsn)
 		return err
 	}
-	_, err := mysql.NormalizeDSN(dsn)
+	_, err := o.Config(dsn)
 	return err
 }
 
-// Open connects to dsn's database the dialect's way (mysql.Open,
-// postgres.Open) and returns the pool and the dialect.
-func Open(ctx context.Context, dsn string) (*sql.DB, store.Dialect, error) {
+// Open connects to dsn's database the dialect's way (mysql.OpenWith,
+// postgres.OpenWith) with o applied, and returns the pool and the dialect.
+func Open(ctx context.Context, dsn string, o ConnOptions) (*sql.DB, store.Dialect, error) {
 	if IsPostgres(dsn) {
-		db, err := postgres.Open(ctx, dsn)
+		pg, err := postgresOptions(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		db, err := postgres.OpenWith(ctx, dsn, pg)
 		return db, postgres.Dialect{}, err
 	}
-	db, err := mysql.Open(ctx, dsn)
+	db, err := mysql.OpenWith(ctx, dsn, o)
 	return db, mysql.Dialect{}, err
+}
+
+// postgresOptions are o's settings that apply to PostgreSQL; each TLS
+// setting is an error naming its field.
+func postgresOptions(o ConnOptions) (postgres.ConnOptions, error) {
+	var errs config.Errors
+	for _, f := range []struct{ field, value string }{{"TLSMode", o.TLSMode}, {"TLSCAFile", o.TLSCAFile},
+		{"TLSCertFile", o.TLSCertFile}, {"TLSKeyFile", o.TLSKeyFile}, {"TLSServerName", o.TLSServerName}} {
+		if f.value != "" {
+			errs.Add(f.field, "applies to MySQL only: a PostgreSQL URL asks for TLS itself (sslmode, sslrootcert, sslcert, sslkey)")
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return postgres.ConnOptions{}, err
+	}
+	return postgres.ConnOptions{Password: o.Password, PasswordFile: o.PasswordFile}, nil
+}
+
+// TLSMode says how the connections to dsn are encrypted, for logs: the
+// URL's sslmode on PostgreSQL (pgx's default: prefer), o's mode on MySQL
+// ("" for none).
+func TLSMode(dsn string, o ConnOptions) string {
+	if !IsPostgres(dsn) {
+		return o.Mode()
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Query().Get("sslmode") != "" {
+		return "sslmode=" + u.Query().Get("sslmode")
+	}
+	return "sslmode=prefer"
 }
 
 // Address returns dsn's server and database without credentials, for logs

@@ -8,6 +8,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/postgres"
@@ -60,5 +61,48 @@ func TestErrorClasses(t *testing.T) {
 				t.Errorf("Unavailable = %v, want %v", got, tt.unavailable)
 			}
 		})
+	}
+}
+
+// TestConnOptionsPerDatabase: on a PostgreSQL URL every TLS option is
+// refused naming its field (the URL asks for TLS), every one at once, and
+// the password options apply; on a MySQL DSN they are MySQL's. TLSMode
+// says what a log line shows.
+func TestConnOptionsPerDatabase(t *testing.T) {
+	const pg = "postgres://u@db:5432/app?sslmode=verify-full"
+	err := database.Check(pg, database.ConnOptions{TLSMode: mysql.TLSVerifyCA, TLSCAFile: "/ca.pem", TLSServerName: "db"})
+	var fields []string
+	for _, leaf := range config.Leaves(err) {
+		var ce *config.Error
+		if errors.As(leaf, &ce) {
+			fields = append(fields, ce.Field)
+		}
+	}
+	if fmt.Sprint(fields) != "[TLSMode TLSCAFile TLSServerName]" {
+		t.Errorf("TLS options on a PostgreSQL URL: fields %v (%v), want TLSMode TLSCAFile TLSServerName", fields, err)
+	}
+	if err := database.Check(pg, database.ConnOptions{Password: "p"}); err != nil {
+		t.Errorf("a password for PostgreSQL: %v", err)
+	}
+	var ce *config.Error
+	if err := database.Check(pg, database.ConnOptions{Password: "p", PasswordFile: "/f"}); !errors.As(err, &ce) || ce.Field != "Password" {
+		t.Errorf("a password given twice for PostgreSQL: %v, want a ConfigError of Password", err)
+	}
+	if err := database.Check("u@tcp(db:3306)/app", database.ConnOptions{TLSMode: "sometimes"}); !errors.As(err, &ce) || ce.Field != "TLSMode" {
+		t.Errorf("a bad MySQL TLS mode: %v, want a ConfigError of TLSMode", err)
+	}
+	for _, tc := range []struct {
+		dsn  string
+		opts database.ConnOptions
+		want string
+	}{
+		{pg, database.ConnOptions{}, "sslmode=verify-full"},
+		{"postgres://u@db/app", database.ConnOptions{}, "sslmode=prefer"},
+		{"u@tcp(db:3306)/app", database.ConnOptions{TLSCAFile: "/ca.pem"}, mysql.TLSVerifyIdentity},
+		{"u@tcp(db:3306)/app", database.ConnOptions{}, ""},
+	} {
+		if got := database.TLSMode(tc.dsn, tc.opts); got != tc.want {
+			t.Errorf("TLSMode(%s, %+v) = %q, want %q", tc.dsn, tc.opts, got, tc.want)
+		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/kafka"
 )
 
 // Defaults of DemoConfig's fields.
@@ -33,6 +35,10 @@ type DemoConfig struct {
 	DatabaseURL string
 	Brokers     []string
 	RunDir      string
+	// Kafka and DatabaseOptions are the connection settings, as in
+	// Config. Default to plaintext and none.
+	Kafka           kafka.Security
+	DatabaseOptions database.ConnOptions
 	// DBPrefix names the databases PREFIXorders, PREFIXinventory and
 	// PREFIXwarehouse, recreated at every run and left afterwards for
 	// `herald status`. Defaults to "herald_demo_".
@@ -73,7 +79,8 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 		dc.Out = io.Discard
 	}
 	cfg := Config{
-		BinDir: dc.BinDir, DatabaseURL: dc.DatabaseURL, Brokers: dc.Brokers, RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
+		BinDir: dc.BinDir, DatabaseURL: dc.DatabaseURL, Brokers: dc.Brokers, Kafka: dc.Kafka,
+		DatabaseOptions: dc.DatabaseOptions, RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
 		Rate: dc.Rate, Out: dc.Out,
 	}.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -158,7 +165,7 @@ loop:
 	vctx, cancelVerify := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelVerify()
 	v, err := Verify(vctx, VerifyInput{
-		OrdersDB: p.ordersDB, InventoryDB: p.invDB, WarehouseDB: p.wareDB, Brokers: cfg.Brokers, Topic: p.topic,
+		OrdersDB: p.ordersDB, InventoryDB: p.invDB, WarehouseDB: p.wareDB, Brokers: cfg.Brokers, Kafka: cfg.Kafka, Topic: p.topic,
 		Consumer: ConsumerName, RolledBackOrders: res.RolledBackIDs, InitialStock: InitialStock,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/kafka"
 )
 
 // Defaults of Config's fields.
@@ -50,6 +51,12 @@ type Config struct {
 	DatabaseURL string
 	// Brokers are Kafka's seed brokers. Required.
 	Brokers []string
+	// Kafka is how every Kafka client of the drill connects: its own, the
+	// relays, the inventory consumer and kcat. Defaults to plaintext.
+	Kafka kafka.Security
+	// DatabaseOptions are the options of every database connection of the
+	// drill and its services (TLS to MySQL, the password). Defaults to none.
+	DatabaseOptions database.ConnOptions
 	// RunDir receives one folder of logs per drill. Required.
 	RunDir string
 	// DBPrefix starts the names of the drills' databases and topics:
@@ -162,7 +169,7 @@ func (c Config) validate() error {
 	}
 	if c.DatabaseURL == "" {
 		bad("DatabaseURL", "required")
-	} else if err := database.Check(c.DatabaseURL); err != nil {
+	} else if err := database.Check(c.DatabaseURL, database.ConnOptions{}); err != nil {
 		bad("DatabaseURL", "%v", err)
 	}
 	if len(c.Brokers) == 0 {

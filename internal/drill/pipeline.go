@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
@@ -115,7 +116,7 @@ func (p *pipeline) setup(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if p.server, p.dialect, err = database.Open(ctx, p.cfg.DatabaseURL); err != nil {
+	if p.server, p.dialect, err = database.Open(ctx, p.cfg.DatabaseURL, p.cfg.DatabaseOptions); err != nil {
 		return fmt.Errorf("database server: %w", err)
 	}
 	for i, name := range p.dbNames {
@@ -135,12 +136,16 @@ func (p *pipeline) setup(ctx context.Context) error {
 	}
 	dbs := []**sql.DB{&p.ordersDB, &p.invDB, &p.wareDB}
 	for i, dsn := range p.dsns {
-		if *dbs[i], _, err = database.Open(ctx, dsn); err != nil {
+		if *dbs[i], _, err = database.Open(ctx, dsn, p.cfg.DatabaseOptions); err != nil {
 			return fmt.Errorf("open database %s: %w", p.dbNames[i], err)
 		}
 	}
 
-	if p.kcl, err = kgo.NewClient(kgo.SeedBrokers(p.cfg.Brokers...)); err != nil {
+	kafkaOpts, err := p.cfg.Kafka.Options()
+	if err != nil {
+		return err
+	}
+	if p.kcl, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(p.cfg.Brokers...)}, kafkaOpts...)...); err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	p.adm = kadm.NewClient(p.kcl)
@@ -239,6 +244,14 @@ func baseEnv() []string {
 	return out
 }
 
+// connEnv is baseEnv plus the connection settings every service gets: the
+// database options, and Kafka's security (the services that do not talk to
+// Kafka ignore it).
+func (p *pipeline) connEnv() []string {
+	env := append(baseEnv(), connenv.MySQLEnv(p.cfg.DatabaseOptions)...)
+	return append(env, connenv.KafkaEnv(p.cfg.Kafka)...)
+}
+
 // startServices starts the warehouse, the inventory consumer and the orders
 // API (in that order, each ready before the next), then the relays unless
 // relaysLate. failpoints maps a service name to its first incarnation's
@@ -252,7 +265,7 @@ func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoint
 	p.wareAddr, p.invAddr, p.ordersAddr, p.relayAddrs = addrs[0], addrs[1], addrs[2], addrs[3:5]
 	brokers := strings.Join(p.cfg.Brokers, ",")
 	bin := func(name string) string { return filepath.Join(p.cfg.BinDir, name) }
-	env := func(kv ...string) []string { return append(baseEnv(), kv...) }
+	env := func(kv ...string) []string { return append(p.connEnv(), kv...) }
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 
@@ -305,7 +318,7 @@ func (p *pipeline) startRelays(ctx context.Context, failpoints map[string]string
 		proc, err := p.sup.Start(Service{
 			Name: name, Path: filepath.Join(p.cfg.BinDir, "herald"), Failpoints: failpoints[name],
 			ArgsFor: func(n int) []string { return []string{"relay", "--relay-id", RelayID(name, n)} },
-			Env: append(baseEnv(), "HERALD_DATABASE_URL="+p.dsns[0], "HERALD_KAFKA_BROKERS="+strings.Join(p.cfg.Brokers, ","),
+			Env: append(p.connEnv(), "HERALD_DATABASE_URL="+p.dsns[0], "HERALD_KAFKA_BROKERS="+strings.Join(p.cfg.Brokers, ","),
 				"HERALD_TOPICS=order="+p.topic, "HERALD_METRICS_ADDR="+p.relayAddrs[i], "HERALD_LEASE="+p.cfg.Lease.String()),
 			Health: "http://" + p.relayAddrs[i] + "/healthz",
 		})

@@ -7,13 +7,16 @@ import (
 	"strconv"
 
 	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/kafka"
 )
 
 // VerifyInput names what a drill checks: the three databases and the topic.
 type VerifyInput struct {
 	OrdersDB, InventoryDB, WarehouseDB *sql.DB
 	Brokers                            []string
-	Topic                              string
+	// Kafka is how kcat connects (verify.ReadSecuredTopic).
+	Kafka kafka.Security
+	Topic string
 	// Consumer is the inventory's inbox consumer name.
 	Consumer string
 	// RolledBackOrders are the ids the orders API answered
@@ -71,7 +74,7 @@ func Verify(ctx context.Context, in VerifyInput) (*Verification, error) {
 			v.Quarantined++
 		}
 	}
-	records, err := verify.ReadTopic(ctx, in.Brokers, in.Topic)
+	records, err := verify.ReadSecuredTopic(ctx, in.Brokers, in.Kafka, in.Topic)
 	if err != nil {
 		return nil, err
 	}

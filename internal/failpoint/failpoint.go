@@ -129,7 +129,17 @@ func parse(spec string) (map[string]*action, error) {
 // Hit marks that the process reached the failpoint name and performs its
 // action, if the process switched one on (EnableFromEnv or Set); otherwise
 // it does nothing.
-func Hit(name string) {
+func Hit(name string) { HitWithEvents(name, nil) }
+
+// crashEvents introduces, on a crash line, the events the process was
+// working on.
+const crashEvents = "; events in hand: "
+
+// HitWithEvents is Hit for a point where the process works on events:
+// when the action crashes the process, the crash line also lists their
+// ids (events is called only then), so a drill can tell which events the
+// dead process left behind. EventsAtCrash reads them back.
+func HitWithEvents(name string, events func() []string) {
 	if !enabled.Load() {
 		return
 	}
@@ -144,10 +154,28 @@ func Hit(name string) {
 		time.Sleep(a.sleep)
 	}
 	if a.crashAt > 0 && n == a.crashAt {
-		fmt.Fprintf(os.Stderr, "herald: failpoint %s: crash (SIGKILL) at hit %d\n", name, n)
+		detail := ""
+		if events != nil {
+			detail = crashEvents + strings.Join(events(), ",")
+		}
+		fmt.Fprintf(os.Stderr, "herald: failpoint %s: crash (SIGKILL) at hit %d%s\n", name, n, detail)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // never returns; SIGKILL cannot be caught
 	}
+}
+
+// EventsAtCrash returns the ids a process's log lists on its failpoint
+// crash line (see HitWithEvents); nil when there is none.
+func EventsAtCrash(log string) []string {
+	for _, line := range strings.Split(log, "\n") {
+		if _, list, ok := strings.Cut(line, crashEvents); ok && strings.HasPrefix(line, "herald: failpoint ") {
+			if list == "" {
+				return []string{}
+			}
+			return strings.Split(list, ",")
+		}
+	}
+	return nil
 }
 
 func known(name string) bool {

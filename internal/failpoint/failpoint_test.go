@@ -96,3 +96,18 @@ func TestEnableFromEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestEventsAtCrash(t *testing.T) {
+	log := `{"level":"INFO","msg":"relay started"}
+herald: failpoint relay.after_claim: crash (SIGKILL) at hit 3; events in hand: id-1,id-2,id-3
+`
+	if got := EventsAtCrash(log); strings.Join(got, " ") != "id-1 id-2 id-3" {
+		t.Errorf("EventsAtCrash = %v, want the three ids", got)
+	}
+	if got := EventsAtCrash(`{"msg":"events in hand: id-9"}`); got != nil {
+		t.Errorf("a log line that is not a crash line gave %v", got)
+	}
+	if got := EventsAtCrash("herald: failpoint relay.after_claim: crash (SIGKILL) at hit 1; events in hand: \n"); got == nil || len(got) != 0 {
+		t.Errorf("an empty batch gave %#v, want an empty list", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
@@ -80,4 +81,21 @@ func Strings(t testing.TB, db *sql.DB, query string, args ...any) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Claim makes relayID a member of st's relays (the only one, in these
+// tests, so it owns every bucket once it has its turn) and claims up to
+// limit events. lease is how long its buckets last without another turn.
+func Claim(t testing.TB, st *store.Store, relayID string, lease time.Duration, limit int) store.Claim {
+	t.Helper()
+	ctx := context.Background()
+	rb, err := st.Rebalance(ctx, store.RebalanceRequest{RelayID: relayID, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Claim(ctx, store.ClaimRequest{Ownership: rb.Ownership, Limit: limit, Policy: store.OrderHold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -38,11 +38,15 @@ func NewAdmin(t testing.TB, brokers []string) *kadm.Client {
 }
 
 // TopicOptions shape a test topic. Zero values mean: 1 partition, the
-// broker's default replication factor, no extra configs.
+// broker's default replication factor, no extra configs, a name starting
+// with "herald-t-".
 type TopicOptions struct {
 	Partitions        int32
 	ReplicationFactor int16
 	Configs           map[string]*string
+	// Prefix starts the topic's name; the local stack's ACLs let its
+	// secured user have topics that start with "herald" only.
+	Prefix string
 }
 
 // NewTopic creates a topic for t and deletes it when t ends.
@@ -55,7 +59,10 @@ func NewTopic(t testing.TB, brokers []string, opts TopicOptions) string {
 		opts.ReplicationFactor = -1
 	}
 	admin := NewAdmin(t, brokers)
-	name := uniqueName(t, "herald-t-", 200)
+	if opts.Prefix == "" {
+		opts.Prefix = "herald-t-"
+	}
+	name := uniqueName(t, opts.Prefix, 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := admin.CreateTopic(ctx, opts.Partitions, opts.ReplicationFactor, opts.Configs, name)

@@ -13,9 +13,14 @@
 -- A quarantined or discarded event's next_attempt_at is 'infinity', so the
 -- claim query's index range never reaches it.
 --
--- Every claim and every mark rewrites next_attempt_at or published_at, both
--- in idx_ready, so no update of a row is HOT: each leaves a dead tuple and
--- dead index entries. The table's autovacuum starts after 1,000 dead rows
+-- idx_ready ends with id: the claim order (next_attempt_at, occurred_at, id)
+-- is total, so a claim can continue after the last row it read. InnoDB's
+-- secondary indexes end with the primary key by themselves; PostgreSQL's
+-- must name it.
+--
+-- A mark rewrites published_at, and a failure or a hold next_attempt_at,
+-- both in idx_ready, so those updates are not HOT: each leaves a dead tuple
+-- and dead index entries (a claim writes nothing). The table's autovacuum starts after 1,000 dead rows
 -- plus 1 % of the table instead of 20 %, so vacuum keeps pace with the
 -- relay (docs/benchmarks.md, "PostgreSQL: table bloat").
 
@@ -47,7 +52,7 @@ CREATE TABLE outbox_events (
   autovacuum_analyze_threshold = 1000,
   autovacuum_analyze_scale_factor = 0.02
 );
-CREATE INDEX idx_ready ON outbox_events (published_at, next_attempt_at, occurred_at);
+CREATE INDEX idx_ready ON outbox_events (published_at, next_attempt_at, occurred_at, id);
 CREATE INDEX idx_aggregate ON outbox_events (aggregate_type, aggregate_id, occurred_at);
 
 -- One row per aggregate: the last aggregate_seq handed out. Writers of one

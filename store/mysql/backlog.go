@@ -28,17 +28,16 @@ func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog,
 		b.OldestReadyAge = max(now.Sub(oldestReady.Time), 0)
 	}
 
-	// Rows outside the claim range: normally few (leases of running relays,
-	// backoffs, held and quarantined events).
+	// Rows outside the claim range: normally few (backoffs, held and
+	// quarantined events).
 	var (
-		leased, backingOff, held, quarantined, discarded, heldAggs sql.NullInt64
-		oldestParked, oldestQuarantined                            sql.NullTime
+		backingOff, held, quarantined, discarded, heldAggs sql.NullInt64
+		oldestParked, oldestQuarantined                    sql.NullTime
 	)
 	const heldClass = store.ErrorClassHeld
 	err = q.QueryRowContext(ctx, `SELECT
-		SUM(locked_by IS NOT NULL AND next_attempt_at < ?),
-		SUM(locked_by IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL AND COALESCE(error_class, '') <> ?),
-		SUM(locked_by IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL AND error_class = ?),
+		SUM(quarantined_at IS NULL AND discarded_at IS NULL AND COALESCE(error_class, '') <> ?),
+		SUM(quarantined_at IS NULL AND discarded_at IS NULL AND error_class = ?),
 		SUM(quarantined_at IS NOT NULL AND discarded_at IS NULL),
 		SUM(discarded_at IS NOT NULL),
 		COUNT(DISTINCT CASE WHEN error_class = ? AND quarantined_at IS NULL AND discarded_at IS NULL
@@ -47,12 +46,12 @@ func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog,
 		MIN(CASE WHEN quarantined_at IS NOT NULL AND discarded_at IS NULL THEN occurred_at END)
 		FROM outbox_events FORCE INDEX (idx_ready)
 		WHERE published_at IS NULL AND next_attempt_at > ?`,
-		datetime(never), heldClass, heldClass, heldClass, datetime(now)).
-		Scan(&leased, &backingOff, &held, &quarantined, &discarded, &heldAggs, &oldestParked, &oldestQuarantined)
+		heldClass, heldClass, heldClass, datetime(now)).
+		Scan(&backingOff, &held, &quarantined, &discarded, &heldAggs, &oldestParked, &oldestQuarantined)
 	if err != nil {
 		return b, err
 	}
-	b.Leased, b.BackingOff, b.Held = leased.Int64, backingOff.Int64, held.Int64
+	b.BackingOff, b.Held = backingOff.Int64, held.Int64
 	b.Quarantined, b.Discarded, b.HeldAggregates = quarantined.Int64, discarded.Int64, heldAggs.Int64
 	if oldestParked.Valid {
 		b.OldestParkedAge = max(now.Sub(oldestParked.Time), 0)

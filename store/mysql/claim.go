@@ -5,40 +5,102 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"time"
 
 	"github.com/herald-outbox/herald/store"
 )
 
-// ClaimQuery reads the claim's candidates, walking idx_ready in index order
-// (no filesort): the ready rows, oldest first. A live lease, a backoff or a
-// hold keeps next_attempt_at in the future and quarantined rows sit at
-// never, all outside the range. It takes no lock. Exported for tests that
-// EXPLAIN it.
-const ClaimQuery = `
-SELECT id, aggregate_type, aggregate_id, aggregate_seq
+// BucketExpr is an aggregate's bucket (docs/design.md, section 4.1), as
+// BucketOf computes it. Exported for tests that EXPLAIN ClaimQuery.
+var BucketExpr = fmt.Sprintf("MOD(CRC32(CONCAT(aggregate_type, 0x00, aggregate_id)), %d)", store.BucketCount)
+
+// readyColumns are the columns of a claimed event, in scan order.
+var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
+	occurred_at, attempts, COALESCE(error_class, ''), ` + BucketExpr + `, next_attempt_at`
+
+// ClaimQuery reads the oldest ready events, walking idx_ready in index order
+// (no filesort). A backoff or a hold keeps next_attempt_at in the future and
+// quarantined rows sit at never, all outside the range. %s takes the bucket
+// and aggregate filters. Exported for tests that EXPLAIN it.
+var ClaimQuery = `SELECT ` + readyColumns + `
 FROM outbox_events FORCE INDEX (idx_ready)
-WHERE published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)
-ORDER BY next_attempt_at, occurred_at
+WHERE published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)%s
+ORDER BY next_attempt_at, occurred_at, id
 LIMIT ?`
 
-// ReadCandidates implements store.ClaimDialect.
-func (Dialect) ReadCandidates(ctx context.Context, q store.Querier, limit int) ([]store.Candidate, error) {
-	rows, err := q.QueryContext(ctx, ClaimQuery, limit)
+// BucketOf implements store.ClaimDialect: MariaDB's and MySQL's CRC32 is
+// the IEEE polynomial's, over the UTF-8 bytes BucketExpr concatenates.
+func (Dialect) BucketOf(aggregateType, aggregateID string) int {
+	return int(crc32.ChecksumIEEE([]byte(aggregateType+"\x00"+aggregateID)) % store.BucketCount)
+}
+
+// ReadReady implements store.ClaimDialect.
+func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {
+	var filter strings.Builder
+	var args []any
+	if r.Buckets != nil {
+		filter.WriteString(" AND " + BucketExpr + " IN (" + placeholders(len(r.Buckets)) + ")")
+		for _, b := range r.Buckets {
+			args = append(args, b)
+		}
+	}
+	if c := r.After; c != nil {
+		// After (next_attempt_at, occurred_at, id), spelled out so the
+		// range stays on idx_ready (whose entries end with the id).
+		filter.WriteString(` AND (next_attempt_at > ? OR (next_attempt_at = ? AND (occurred_at > ? OR (occurred_at = ? AND id > ?))))`)
+		at, occurred := datetime(c.NextAttemptAt), datetime(c.OccurredAt)
+		args = append(args, at, at, occurred, occurred, c.ID)
+	}
+	if len(r.Exclude) > 0 {
+		filter.WriteString(" AND (aggregate_type, aggregate_id) NOT IN (")
+		for i, k := range r.Exclude {
+			if i > 0 {
+				filter.WriteString(", ")
+			}
+			filter.WriteString("(?, ?)")
+			args = append(args, k.AggregateType, k.AggregateID)
+		}
+		filter.WriteString(")")
+	}
+	return readEvents(ctx, q, fmt.Sprintf(ClaimQuery, filter.String()), append(args, r.Limit)...)
+}
+
+// ReadEvents implements store.ClaimDialect.
+func (Dialect) ReadEvents(ctx context.Context, q store.Querier, ids []string) ([]store.Event, error) {
+	events, _, err := readEvents(ctx, q, `SELECT `+readyColumns+` FROM outbox_events
+		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)`,
+		anySlice(ids)...)
+	return events, err
+}
+
+func readEvents(ctx context.Context, q store.Querier, query string, args ...any) ([]store.Event, store.ReadyCursor, error) {
+	var last store.ReadyCursor
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, last, err
 	}
 	defer rows.Close()
-	var cands []store.Candidate
+	var out []store.Event
 	for rows.Next() {
-		var c store.Candidate
-		if err := rows.Scan(&c.ID, &c.Key.AggregateType, &c.Key.AggregateID, &c.Key.Seq); err != nil {
-			return nil, err
+		var (
+			e       store.Event
+			headers sql.NullString
+		)
+		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.SchemaVersion,
+			&e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &e.Bucket, &last.NextAttemptAt); err != nil {
+			return nil, last, err
 		}
-		cands = append(cands, c)
+		last.OccurredAt, last.ID = e.OccurredAt, e.ID
+		if headers.Valid {
+			if err := json.Unmarshal([]byte(headers.String), &e.Headers); err != nil {
+				return nil, last, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
+			}
+		}
+		out = append(out, e)
 	}
-	return cands, rows.Err()
+	return out, last, rows.Err()
 }
 
 // ReadPredecessors implements store.ClaimDialect with one lookup of
@@ -51,8 +113,7 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT UTC_TIMESTAMP(6), aggregate_type, aggregate_id, aggregate_seq, id,
-		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL,
-		locked_by IS NOT NULL AND next_attempt_at > UTC_TIMESTAMP(6), next_attempt_at
+		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL, next_attempt_at
 		FROM outbox_events WHERE (aggregate_type, aggregate_id, aggregate_seq) IN (`)
 	args := make([]any, 0, 3*len(keys))
 	for i, k := range keys {
@@ -72,7 +133,7 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 		var k store.SeqKey
 		var p store.Predecessor
 		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined,
-			&p.Leased, &p.NextAttempt); err != nil {
+			&p.NextAttempt); err != nil {
 			return now, nil, err
 		}
 		p.Forever = !p.NextAttempt.Before(never)
@@ -81,58 +142,10 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 	return now, found, rows.Err() // now is zero when none was found: no fate then depends on it
 }
 
-// lockQuery locks chosen candidates that are still ready, skipping rows a
-// concurrent claim holds; %s is the id placeholders.
-const lockQuery = `
-SELECT UTC_TIMESTAMP(6), id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
-       payload, headers, occurred_at, attempts, COALESCE(error_class, ''), locked_by IS NOT NULL
-FROM outbox_events
-WHERE id IN (%s) AND published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)
-FOR UPDATE SKIP LOCKED`
-
-// LockReady implements store.ClaimDialect.
-func (Dialect) LockReady(ctx context.Context, q store.Querier, ids []string) (time.Time, []store.LockedEvent, error) {
-	var now time.Time
-	rows, err := q.QueryContext(ctx, fmt.Sprintf(lockQuery, placeholders(len(ids))), anySlice(ids)...)
-	if err != nil {
-		return now, nil, err
-	}
-	defer rows.Close()
-	var locked []store.LockedEvent
-	for rows.Next() {
-		var (
-			l       store.LockedEvent
-			e       = &l.Event
-			headers sql.NullString
-		)
-		if err := rows.Scan(&now, &e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType,
-			&e.SchemaVersion, &e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &l.Stolen); err != nil {
-			return now, nil, err
-		}
-		if headers.Valid {
-			if err := json.Unmarshal([]byte(headers.String), &e.Headers); err != nil {
-				return now, nil, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
-			}
-		}
-		locked = append(locked, l)
-	}
-	return now, locked, rows.Err()
-}
-
-// Lease implements store.ClaimDialect.
-func (Dialect) Lease(ctx context.Context, q store.Querier, ids []string, lease store.Lease) error {
-	args := append([]any{lease.RelayID, datetime(lease.LockedAt), datetime(lease.Expires)}, anySlice(ids)...)
-	_, err := q.ExecContext(ctx, `UPDATE outbox_events
-		SET locked_by = ?, locked_at = ?, next_attempt_at = ?, attempts = attempts + 1
-		WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-	return err
-}
-
 // Hold implements store.ClaimDialect.
 func (Dialect) Hold(ctx context.Context, q store.Querier, ids []string, h store.Hold) error {
 	args := append([]any{holdUntil(h), store.ErrorClassHeld, store.HeldMessage(h.Behind)}, anySlice(ids)...)
-	_, err := q.ExecContext(ctx, `UPDATE outbox_events
-		SET next_attempt_at = ?, locked_by = NULL, locked_at = NULL, error_class = ?, last_error = ?
-		WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET next_attempt_at = ?, error_class = ?, last_error = ?
+		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL`, args...)
 	return err
 }

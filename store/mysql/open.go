@@ -48,25 +48,10 @@ func NormalizeDSN(dsn string) (string, error) {
 }
 
 // Open connects to the database named by dsn (normalized with NormalizeDSN)
-// and checks that it answers.
+// and checks that it answers; OpenWith adds TLS and a password kept out of
+// the DSN.
 func Open(ctx context.Context, dsn string) (*sql.DB, error) {
-	normalized, err := NormalizeDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("mysql", normalized)
-	if err != nil {
-		return nil, fmt.Errorf("open mysql: %w", err)
-	}
-	db.SetConnMaxLifetime(5 * time.Minute)
-	db.SetConnMaxIdleTime(time.Minute)
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to mysql at %s: %w", Address(dsn), err)
-	}
-	return db, nil
+	return OpenWith(ctx, dsn, ConnOptions{})
 }
 
 // Address returns the network address of dsn without its credentials, for

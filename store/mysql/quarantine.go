@@ -18,9 +18,8 @@ import (
 const waitingBehindWhere = `aggregate_type = ? AND aggregate_id = ? AND aggregate_seq > ?
 	AND published_at IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL`
 
-// heldBehindWhere narrows waitingBehindWhere to the events held (parked)
-// behind it.
-const heldBehindWhere = waitingBehindWhere + ` AND locked_by IS NULL AND error_class = ?`
+// heldBehindWhere narrows waitingBehindWhere to the events held behind it.
+const heldBehindWhere = waitingBehindWhere + ` AND error_class = ?`
 
 func heldBehindArgs(k store.SeqKey) []any {
 	return []any{k.AggregateType, k.AggregateID, k.Seq, store.ErrorClassHeld}
@@ -87,11 +86,11 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 		r                                 store.EventRow
 		headers                           sql.NullString
 		quarantined, published, discarded sql.NullTime
-		lockedBy, errorClass, lastError   sql.NullString
+		errorClass, lastError             sql.NullString
 	)
 	query := `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
 		attempts, error_class, last_error, occurred_at, quarantined_at, published_at, discarded_at,
-		next_attempt_at, locked_by
+		next_attempt_at
 		FROM outbox_events WHERE id = ?`
 	if lock {
 		query += " FOR UPDATE"
@@ -99,14 +98,14 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 	err := q.QueryRowContext(ctx, query, id).Scan(
 		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &headers,
 		&r.Attempts, &errorClass, &lastError, &r.OccurredAt, &quarantined, &published, &discarded,
-		&r.NextAttemptAt, &lockedBy)
+		&r.NextAttemptAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrEventNotFound
 	}
 	if err != nil {
 		return r, err
 	}
-	r.ErrorClass, r.LastError, r.LockedBy = errorClass.String, lastError.String, lockedBy.String
+	r.ErrorClass, r.LastError = errorClass.String, lastError.String
 	r.Forever = !r.NextAttemptAt.Before(never)
 	if headers.Valid {
 		if err := json.Unmarshal([]byte(headers.String), &r.Headers); err != nil {

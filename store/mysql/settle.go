@@ -6,33 +6,28 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// fence is the WHERE clause every update of a claimed row carries: the rows
-// must still belong to this lease (docs/design.md, invariant F1).
-const fence = ` AND locked_by = ? AND locked_at = ? AND published_at IS NULL`
-
-func fenceArgs(lease store.Lease) []any {
-	return []any{lease.RelayID, datetime(lease.LockedAt)}
-}
+// The core runs these after LockBuckets, in the same transaction, naming
+// only events of buckets the relay still owns (docs/design.md, F1).
 
 // MarkPublished implements store.SettleDialect.
-func (Dialect) MarkPublished(ctx context.Context, q store.Querier, ids []string, lease store.Lease) (int, error) {
+func (Dialect) MarkPublished(ctx context.Context, q store.Querier, ids []string) (int, error) {
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
 		SET published_at = UTC_TIMESTAMP(6), last_error = NULL, error_class = NULL
-		WHERE id IN (`+placeholders(len(ids))+`)`+fence, append(anySlice(ids), fenceArgs(lease)...)...))
+		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL`, anySlice(ids)...))
 	return int(n), err
 }
 
 // Fail implements store.SettleDialect.
-func (Dialect) Fail(ctx context.Context, q store.Querier, f store.FailureUpdate, lease store.Lease) (bool, error) {
+func (Dialect) Fail(ctx context.Context, q store.Querier, f store.FailureUpdate) (bool, error) {
 	var quarantinedAt any // NULL unless quarantined
 	retryAt := datetime(f.RetryAt)
 	if f.Quarantine {
 		quarantinedAt, retryAt = datetime(f.At), datetime(never)
 	}
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
-		SET quarantined_at = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, last_error = ?, error_class = ?
-		WHERE id = ?`+fence,
-		append([]any{quarantinedAt, retryAt, f.Message, f.Class, f.EventID}, fenceArgs(lease)...)...))
+		SET attempts = attempts + 1, quarantined_at = ?, next_attempt_at = ?, last_error = ?, error_class = ?
+		WHERE id = ? AND published_at IS NULL`,
+		quarantinedAt, retryAt, f.Message, f.Class, f.EventID))
 	return n > 0, err
 }
 
@@ -46,12 +41,10 @@ func (Dialect) LogFailure(ctx context.Context, q store.Querier, f store.FailureU
 }
 
 // Release implements store.SettleDialect.
-func (Dialect) Release(ctx context.Context, q store.Querier, eventID string, h store.Hold, lease store.Lease) (bool, error) {
-	// Not sent means not attempted: give the claim's attempt back.
+func (Dialect) Release(ctx context.Context, q store.Querier, r store.ReleaseUpdate) (bool, error) {
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
-		SET next_attempt_at = ?, attempts = GREATEST(attempts, 1) - 1, locked_by = NULL, locked_at = NULL,
-		    error_class = ?, last_error = ?
-		WHERE id = ?`+fence,
-		append([]any{holdUntil(h), store.ErrorClassHeld, store.HeldMessage(h.Behind), eventID}, fenceArgs(lease)...)...))
+		SET next_attempt_at = ?, error_class = ?, last_error = ?
+		WHERE id = ? AND published_at IS NULL`,
+		holdUntil(r.Hold), r.Class, r.Message, r.EventID))
 	return n > 0, err
 }

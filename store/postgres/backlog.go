@@ -26,12 +26,11 @@ func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog,
 		b.OldestReadyAge = max(now.Sub(oldestReady.Time), 0)
 	}
 
-	// Rows outside the claim range: normally few (leases of running relays,
-	// backoffs, held and quarantined events).
+	// Rows outside the claim range: normally few (backoffs, held and
+	// quarantined events).
 	var oldestParked, oldestQuarantined sql.NullTime
-	const parked = `locked_by IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL`
+	const parked = `quarantined_at IS NULL AND discarded_at IS NULL`
 	err = q.QueryRowContext(ctx, `SELECT
-		count(*) FILTER (WHERE locked_by IS NOT NULL AND isfinite(next_attempt_at)),
 		count(*) FILTER (WHERE `+parked+` AND error_class IS DISTINCT FROM $1),
 		count(*) FILTER (WHERE `+parked+` AND error_class = $1),
 		count(*) FILTER (WHERE quarantined_at IS NOT NULL AND discarded_at IS NULL),
@@ -42,7 +41,7 @@ func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog,
 		min(occurred_at) FILTER (WHERE quarantined_at IS NOT NULL AND discarded_at IS NULL)
 		FROM outbox_events
 		WHERE published_at IS NULL AND next_attempt_at > $2`, store.ErrorClassHeld, now).
-		Scan(&b.Leased, &b.BackingOff, &b.Held, &b.Quarantined, &b.Discarded, &b.HeldAggregates,
+		Scan(&b.BackingOff, &b.Held, &b.Quarantined, &b.Discarded, &b.HeldAggregates,
 			&oldestParked, &oldestQuarantined)
 	if err != nil {
 		return b, err

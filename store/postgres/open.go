@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/herald-outbox/herald/internal/config"
 )
 
 // IsURL reports whether dsn is a PostgreSQL connection URL
@@ -68,11 +71,74 @@ func parseError(err error) error {
 	return fmt.Errorf("%s: %w", reason, inner)
 }
 
+// ConnOptions are the connection settings kept out of the URL: the
+// password, from a file or a variable, so that it is never in a URL, a
+// command line, a process list or a log line. TLS is the URL's own
+// (sslmode, sslrootcert, sslcert, sslkey), as for every PostgreSQL client.
+// The zero value changes nothing.
+type ConnOptions struct {
+	// Password replaces the URL's password. Defaults to "" (the URL's).
+	Password string
+	// PasswordFile holds the password (a trailing line break is dropped);
+	// it replaces the URL's. Not with Password. Defaults to "".
+	PasswordFile string
+}
+
+// ConfigError is one invalid ConnOptions field, or a file it names that
+// cannot be used: every herald package's ConfigError.
+type ConfigError = config.Error
+
+// Validate checks o without reading its file; each error is a
+// *ConfigError naming the field.
+func (o ConnOptions) Validate() error {
+	if o.Password != "" && o.PasswordFile != "" {
+		return &ConfigError{Field: "Password", Msg: "give the password or a password file, not both"}
+	}
+	return nil
+}
+
+// Config returns the connection configuration of dsn (see ParseURL) with
+// o applied: the password read from its file.
+func (o ConnOptions) Config(dsn string) (*pgx.ConnConfig, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := ParseURL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Password != "":
+		cfg.Password = o.Password
+	case o.PasswordFile != "":
+		b, err := os.ReadFile(o.PasswordFile)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, &ConfigError{Field: "PasswordFile", Msg: o.PasswordFile + ": " + err.Error()}
+		}
+		pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if pw == "" {
+			return nil, &ConfigError{Field: "PasswordFile", Msg: o.PasswordFile + ": the file is empty"}
+		}
+		cfg.Password = pw
+	}
+	return cfg, nil
+}
+
 // Open connects to the database dsn names (a postgres:// URL, see
 // ParseURL) through pgx's database/sql driver and checks that it answers.
-// Times read from it are in UTC.
+// Times read from it are in UTC. OpenWith adds a password kept out of the
+// URL.
 func Open(ctx context.Context, dsn string) (*sql.DB, error) {
-	cfg, err := ParseURL(dsn)
+	return OpenWith(ctx, dsn, ConnOptions{})
+}
+
+// OpenWith connects like Open, with o applied (see ConnOptions.Config).
+func OpenWith(ctx context.Context, dsn string, o ConnOptions) (*sql.DB, error) {
+	cfg, err := o.Config(dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -20,9 +20,9 @@ import (
 const waitingBehindWhere = `aggregate_type = $1 AND aggregate_id = $2 AND aggregate_seq > $3
 	AND published_at IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL`
 
-// heldBehindWhere narrows waitingBehindWhere to the events held (parked)
-// behind it; $4 is the held error class.
-const heldBehindWhere = waitingBehindWhere + ` AND locked_by IS NULL AND error_class = $4`
+// heldBehindWhere narrows waitingBehindWhere to the events held behind it;
+// $4 is the held error class.
+const heldBehindWhere = waitingBehindWhere + ` AND error_class = $4`
 
 func heldBehindArgs(k store.SeqKey) []any {
 	return []any{k.AggregateType, k.AggregateID, int64(k.Seq), store.ErrorClassHeld}
@@ -91,11 +91,11 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 		headers                           []byte
 		quarantined, published, discarded sql.NullTime
 		next                              sql.NullTime
-		lockedBy, errorClass, lastError   sql.NullString
+		errorClass, lastError             sql.NullString
 	)
 	query := `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
 		attempts, error_class, last_error, occurred_at, quarantined_at, published_at, discarded_at,
-		` + finiteOrNull("next_attempt_at") + `, locked_by
+		` + finiteOrNull("next_attempt_at") + `
 		FROM outbox_events WHERE id = $1`
 	if lock {
 		query += " FOR UPDATE"
@@ -106,14 +106,14 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 	err := q.QueryRowContext(ctx, query, id).Scan(
 		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &headers,
 		&r.Attempts, &errorClass, &lastError, &r.OccurredAt, &quarantined, &published, &discarded,
-		&next, &lockedBy)
+		&next)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrEventNotFound
 	}
 	if err != nil {
 		return r, err
 	}
-	r.ErrorClass, r.LastError, r.LockedBy = errorClass.String, lastError.String, lockedBy.String
+	r.ErrorClass, r.LastError = errorClass.String, lastError.String
 	r.OccurredAt = r.OccurredAt.UTC()
 	r.Forever, r.NextAttemptAt = !next.Valid, next.Time.UTC()
 	if headers != nil {

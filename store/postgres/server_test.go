@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,8 +31,8 @@ func TestServerCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("server %s as %s", version, user)
-	if versionNum < 130000 {
-		t.Errorf("server_version_num %d: want PostgreSQL 13 or later (DROP DATABASE ... WITH (FORCE), ON CONFLICT, SKIP LOCKED)", versionNum)
+	if versionNum < 140000 {
+		t.Errorf("server_version_num %d: want PostgreSQL 14 or later (statistics on expressions, DROP DATABASE ... WITH (FORCE))", versionNum)
 	}
 	if timeZone != "UTC" {
 		t.Errorf("session TimeZone %q: postgres.Open sets UTC", timeZone)
@@ -71,45 +72,107 @@ func TestServerCapabilities(t *testing.T) {
 			start1, start2, stmt1, stmt2)
 	}
 
-	if _, err := d.DB.ExecContext(ctx, "CREATE TABLE t (id int PRIMARY KEY)"); err != nil {
+	if _, err := d.DB.ExecContext(ctx, "CREATE TABLE t (id int PRIMARY KEY, owner text)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.DB.ExecContext(ctx, "INSERT INTO t VALUES (1), (2)"); err != nil {
+	if _, err := d.DB.ExecContext(ctx, "INSERT INTO t VALUES (1, 'a'), (2, 'a')"); err != nil {
 		t.Fatal(err)
 	}
 
-	// Two READ COMMITTED transactions: the second skips the row the first
-	// has locked.
-	tx1, err := d.DB.BeginTx(ctx, nil)
+	// A settle's FOR SHARE blocks an acquire's UPDATE of a non-key column
+	// (lock_timeout turns the wait into an error); FOR KEY SHARE would not.
+	for _, tc := range []struct {
+		lock    string
+		blocked bool
+	}{{"FOR SHARE", true}, {"FOR KEY SHARE", false}} {
+		locker, err := d.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := locker.ExecContext(ctx, "SELECT id FROM t WHERE id = 1 "+tc.lock); err != nil {
+			t.Fatal(err)
+		}
+		writer, err := d.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := writer.ExecContext(ctx, "SET LOCAL lock_timeout = '100ms'"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = writer.ExecContext(ctx, "UPDATE t SET owner = 'b' WHERE id = 1")
+		var pgErr *pgconn.PgError
+		if blocked := errors.As(err, &pgErr) && pgErr.Code == "55P03"; blocked != tc.blocked || !blocked && err != nil {
+			t.Errorf("UPDATE of a row locked %s: %v, want blocked %v", tc.lock, err, tc.blocked)
+		}
+		writer.Rollback()
+		locker.Rollback()
+	}
+
+	// A FOR SHARE read that waited for an UPDATE re-checks its WHERE on the
+	// row's newest version (READ COMMITTED): a settle that waited for a
+	// takeover no longer finds its bucket.
+	takeover, err := d.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx1.Rollback()
-	var locked int
-	if err := tx1.QueryRowContext(ctx, "SELECT id FROM t WHERE id = 1 FOR UPDATE SKIP LOCKED").Scan(&locked); err != nil {
-		t.Fatalf("SELECT ... FOR UPDATE SKIP LOCKED: %v", err)
+	defer takeover.Rollback()
+	if _, err := takeover.ExecContext(ctx, "UPDATE t SET owner = 'b' WHERE id = 1"); err != nil {
+		t.Fatal(err)
 	}
-	tx2, err := d.DB.BeginTx(ctx, nil)
+	settle, err := d.DB.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx2.Rollback()
-	rows, err := tx2.QueryContext(ctx, "SELECT id FROM t ORDER BY id FOR UPDATE SKIP LOCKED")
-	got := intColumn(t, rows, err)
-	if len(got) != 1 || got[0] != 2 {
-		t.Errorf("second transaction saw %v, want [2]: SKIP LOCKED did not skip the locked row", got)
+	defer settle.Close()
+	var settlePID int
+	if err := settle.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&settlePID); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ids []int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rows, err := settle.QueryContext(ctx, "SELECT id FROM t WHERE owner = 'a' ORDER BY id FOR SHARE")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer rows.Close()
+		var r result
+		for rows.Next() {
+			var id int
+			r.err = rows.Scan(&id)
+			r.ids = append(r.ids, id)
+		}
+		if r.err == nil {
+			r.err = rows.Err()
+		}
+		done <- r
+	}()
+	testenv.WaitFor(t, 10*time.Second, "the FOR SHARE read waits for the UPDATE", func() (bool, string) {
+		var waiting bool
+		err := d.DB.QueryRowContext(ctx, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", settlePID).Scan(&waiting)
+		return err == nil && waiting, fmt.Sprintf("waiting %v (%v)", waiting, err)
+	})
+	if err := takeover.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || fmt.Sprint(r.ids) != "[2]" {
+		t.Errorf("FOR SHARE read after the UPDATE committed: %v (%v), want [2]: the updated row no longer matches", r.ids, r.err)
 	}
 
 	// A duplicate key aborts the whole PostgreSQL transaction (25P02 for
 	// every later statement), unlike MySQL's: the inbox's insert must never
 	// raise one.
-	tx3, err := d.DB.BeginTx(ctx, nil)
+	tx, err = d.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx3.Rollback()
-	_, dupErr := tx3.ExecContext(ctx, "INSERT INTO t VALUES (2)")
-	_, nextErr := tx3.ExecContext(ctx, "SELECT 1")
+	defer tx.Rollback()
+	_, dupErr := tx.ExecContext(ctx, "INSERT INTO t VALUES (2)")
+	_, nextErr := tx.ExecContext(ctx, "SELECT 1")
 	var pgErr *pgconn.PgError
 	if !errors.As(dupErr, &pgErr) || pgErr.Code != "23505" {
 		t.Fatalf("duplicate insert: %v, want unique_violation", dupErr)
@@ -117,26 +180,6 @@ func TestServerCapabilities(t *testing.T) {
 	if !errors.As(nextErr, &pgErr) || pgErr.Code != "25P02" {
 		t.Errorf("after a duplicate key: %v, want in_failed_sql_transaction", nextErr)
 	}
-}
-
-func intColumn(t *testing.T, rows *sql.Rows, err error) []int {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestPayloadIsKeptAsWritten: payload is json, not jsonb: the relay reads
@@ -149,10 +192,7 @@ func TestPayloadIsKeptAsWritten(t *testing.T) {
 	ids := d.AddEvents(t, outbox.Event{AggregateType: "order", AggregateID: "1", EventType: "order.created",
 		SchemaVersion: 1, Payload: []byte(payload), Headers: map[string]string{"b": "2", "a": "1"}})
 	st := postgres.NewStore(d.DB)
-	c, err := st.Claim(context.Background(), store.ClaimRequest{RelayID: "r", Limit: 10, Lease: time.Minute, Policy: store.OrderHold})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testenv.Claim(t, st, "r", time.Minute, 10)
 	if len(c.Events) != 1 || string(c.Events[0].Payload) != payload {
 		t.Fatalf("claimed payload %q, want the writer's %q", c.Events[0].Payload, payload)
 	}
@@ -171,11 +211,11 @@ func TestNeverIsInfinity(t *testing.T) {
 	ids := d.AddEvents(t, testenv.OrderEvents("p", "p")...)
 	st := postgres.NewStore(d.DB)
 	ctx := context.Background()
-	c, err := st.Claim(ctx, store.ClaimRequest{RelayID: "r", Limit: 10, Lease: time.Minute, Policy: store.OrderHold})
-	if err != nil || len(c.Events) != 2 {
-		t.Fatalf("claimed %d events: %v", len(c.Events), err)
+	c := testenv.Claim(t, st, "r", time.Minute, 10)
+	if len(c.Events) != 2 {
+		t.Fatalf("claimed %d events, want 2", len(c.Events))
 	}
-	if _, err := st.Settle(ctx, c.Lease, store.Outcome{
+	if _, err := st.Settle(ctx, c, store.Outcome{
 		Failed: []store.Failure{{EventID: ids[0], Class: "too_large", Message: "too large", Quarantine: true}},
 		Unsent: []store.Unsent{{EventID: ids[1], Behind: ids[0]}},
 	}, store.OrderHold); err != nil {

@@ -6,32 +6,28 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// fence is the WHERE clause every update of a claimed row carries: the rows
-// must still belong to this lease (docs/design.md, invariant F1). $1 and $2
-// are the lease's relay id and locked_at. At READ COMMITTED an update that
-// waited for a concurrent claim's lock re-checks it on the row's newest
-// version, so a lease taken over meanwhile no longer matches.
-const fence = ` AND locked_by = $1 AND locked_at = $2 AND published_at IS NULL`
+// The core runs these after LockBuckets, in the same transaction, naming
+// only events of buckets the relay still owns (docs/design.md, F1).
 
 // MarkPublished implements store.SettleDialect.
-func (Dialect) MarkPublished(ctx context.Context, q store.Querier, ids []string, lease store.Lease) (int, error) {
+func (Dialect) MarkPublished(ctx context.Context, q store.Querier, ids []string) (int, error) {
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
 		SET published_at = statement_timestamp(), last_error = NULL, error_class = NULL
-		WHERE id = ANY($3::uuid[])`+fence, lease.RelayID, lease.LockedAt, ids))
+		WHERE id = ANY($1::uuid[]) AND published_at IS NULL`, ids))
 	return int(n), err
 }
 
 // Fail implements store.SettleDialect.
-func (Dialect) Fail(ctx context.Context, q store.Querier, f store.FailureUpdate, lease store.Lease) (bool, error) {
+func (Dialect) Fail(ctx context.Context, q store.Querier, f store.FailureUpdate) (bool, error) {
 	var quarantinedAt, retryAt any = nil, f.RetryAt.UTC() // NULL unless quarantined; NULL retry = never
 	if f.Quarantine {
 		quarantinedAt, retryAt = f.At.UTC(), nil
 	}
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
-		SET quarantined_at = $3, next_attempt_at = COALESCE($4::timestamptz, `+never+`),
-		    locked_by = NULL, locked_at = NULL, last_error = $5, error_class = $6
-		WHERE id = $7`+fence,
-		lease.RelayID, lease.LockedAt, quarantinedAt, retryAt, f.Message, f.Class, f.EventID))
+		SET attempts = attempts + 1, quarantined_at = $1, next_attempt_at = COALESCE($2::timestamptz, `+never+`),
+		    last_error = $3, error_class = $4
+		WHERE id = $5 AND published_at IS NULL`,
+		quarantinedAt, retryAt, f.Message, f.Class, f.EventID))
 	return n > 0, err
 }
 
@@ -45,12 +41,10 @@ func (Dialect) LogFailure(ctx context.Context, q store.Querier, f store.FailureU
 }
 
 // Release implements store.SettleDialect.
-func (Dialect) Release(ctx context.Context, q store.Querier, eventID string, h store.Hold, lease store.Lease) (bool, error) {
-	// Not sent means not attempted: give the claim's attempt back.
+func (Dialect) Release(ctx context.Context, q store.Querier, r store.ReleaseUpdate) (bool, error) {
 	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
-		SET next_attempt_at = COALESCE($3::timestamptz, `+never+`), attempts = GREATEST(attempts, 1) - 1,
-		    locked_by = NULL, locked_at = NULL, error_class = $4, last_error = $5
-		WHERE id = $6`+fence,
-		lease.RelayID, lease.LockedAt, holdUntil(h), store.ErrorClassHeld, store.HeldMessage(h.Behind), eventID))
+		SET next_attempt_at = COALESCE($1::timestamptz, `+never+`), error_class = $2, last_error = $3
+		WHERE id = $4 AND published_at IS NULL`,
+		holdUntil(r.Hold), r.Class, r.Message, r.EventID))
 	return n > 0, err
 }

@@ -50,15 +50,19 @@ func Run(t *testing.T, newHarness NewHarness) {
 		name string
 		fn   func(t *testing.T, h Harness)
 	}{
-		{"ClaimLeasesAndHidesRows", testClaimLeasesAndHidesRows},
-		{"ClaimSkipsEventsBehindAnotherRelaysLease", testClaimSkipsBehindLease},
-		{"ExpiredLeaseIsTakenOverAndFenced", testExpiredLeaseIsTakenOverAndFenced},
-		{"ExpiredLeaseBehindItsSuccessorsIsReclaimed", testExpiredLeaseBehindSuccessors},
-		{"ConcurrentClaimsNeverShareAndKeepOrder", testConcurrentClaims},
+		{"ClaimWritesNothing", testClaimWritesNothing},
+		{"RelaysOwnDisjointBuckets", testRelaysOwnDisjointBuckets},
+		{"MembershipChanges", testMembershipChanges},
+		{"TakeoverIsFenced", testTakeoverIsFenced},
+		{"ReadyPredecessorOutsideTheWindow", testReadyPredecessorOutsideTheWindow},
+		{"HotAggregateDoesNotFillTheBatch", testHotAggregateDoesNotFillTheBatch},
+		{"ClaimsContinueAfterTheirCursor", testClaimsContinueAfterTheirCursor},
+		{"ConcurrentRelaysDrainInOrder", testConcurrentRelaysDrainInOrder},
 		{"FailureBacksOffQuarantinesAndScrubs", testFailureBacksOffQuarantinesAndScrubs},
 		{"SuccessorsWaitBehindABackoff", testSuccessorsWaitBehindBackoff},
 		{"OrderPolicies", testOrderPolicies},
 		{"ShutdownReleaseGivesTheAttemptBack", testShutdownRelease},
+		{"ConfigurationFailureChargesNothing", testConfigurationRelease},
 		{"QuarantineRetryReleasesHeldEventsInOrder", testQuarantineRetry},
 		{"DiscardNeedsReasonAndIsAudited", testDiscard},
 		{"QuarantineListFilters", testQuarantineListFilters},
@@ -130,23 +134,52 @@ func (h Harness) writer(t testing.TB) *outbox.Writer {
 	return w
 }
 
-func (h Harness) claim(t testing.TB, relayID string, limit int, lease time.Duration) store.Claim {
-	t.Helper()
-	return h.claimWith(t, relayID, limit, lease, store.OrderHold)
+// testRelay is a relay of the suite: its ownership and its memory of done
+// events, as relay.Relay keeps them.
+type testRelay struct {
+	h     Harness
+	id    string
+	lease time.Duration
+	own   store.Ownership
+	known *store.Known
 }
 
-func (h Harness) claimWith(t testing.TB, relayID string, limit int, lease time.Duration, policy store.OrderPolicy) store.Claim {
+// join makes relayID a member and takes its turn at the bucket table; a
+// relay that joins alone owns every bucket.
+func (h Harness) join(t testing.TB, relayID string, lease time.Duration) *testRelay {
 	t.Helper()
-	c, err := h.Store.Claim(ctx, store.ClaimRequest{RelayID: relayID, Limit: limit, Lease: lease, Policy: policy})
+	r := &testRelay{h: h, id: relayID, lease: lease, known: store.NewKnown()}
+	r.rebalance(t)
+	return r
+}
+
+func (r *testRelay) rebalance(t testing.TB) store.Rebalance {
+	t.Helper()
+	rb, err := r.h.Store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.id, Lease: r.lease})
 	if err != nil {
-		t.Fatalf("claim by %s: %v", relayID, err)
+		t.Fatalf("rebalance of %s: %v", r.id, err)
+	}
+	r.own = rb.Ownership
+	return rb
+}
+
+func (r *testRelay) claim(t testing.TB, limit int) store.Claim {
+	t.Helper()
+	return r.claimWith(t, limit, store.OrderHold)
+}
+
+func (r *testRelay) claimWith(t testing.TB, limit int, policy store.OrderPolicy) store.Claim {
+	t.Helper()
+	c, err := r.h.Store.Claim(ctx, store.ClaimRequest{Ownership: r.own, Limit: limit, Policy: policy, Known: r.known})
+	if err != nil {
+		t.Fatalf("claim by %s: %v", r.id, err)
 	}
 	return c
 }
 
-func (h Harness) settle(t testing.TB, c store.Claim, out store.Outcome) store.Settled {
+func (r *testRelay) settle(t testing.TB, c store.Claim, out store.Outcome) store.Settled {
 	t.Helper()
-	res, err := h.Store.Settle(ctx, c.Lease, out, store.OrderHold)
+	res, err := r.h.Store.Settle(ctx, c, out, store.OrderHold)
 	if err != nil {
 		t.Fatalf("settle: %v", err)
 	}
@@ -183,9 +216,9 @@ func (h Harness) backlog(t testing.TB) store.Backlog {
 // quarantine claims everything and quarantines the events poison, giving
 // back the other claimed events of their aggregates (held behind them) and
 // publishing the rest.
-func (h Harness) quarantine(t testing.TB, poison ...string) {
+func (r *testRelay) quarantine(t testing.TB, poison ...string) {
 	t.Helper()
-	c := h.claim(t, "relay-q", 100, time.Minute)
+	c := r.claim(t, 100)
 	heads := map[string]store.Event{} // aggregate id -> its poisoned event
 	for _, e := range c.Events {
 		for _, id := range poison {
@@ -209,7 +242,7 @@ func (h Harness) quarantine(t testing.TB, poison ...string) {
 			out.Published = append(out.Published, e.ID)
 		}
 	}
-	h.settle(t, c, out)
+	r.settle(t, c, out)
 }
 
 func ids(events []store.Event) []string {

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ func orderEvent(id string) outbox.Event {
 }
 
 func testWriterCommitsWithTheTransaction(t *testing.T, h Harness) {
+	r := h.join(t, "relay-a", time.Minute)
 	w := h.writer(t)
 
 	tx, err := h.Store.DB().BeginTx(ctx, nil)
@@ -67,7 +67,7 @@ func testWriterCommitsWithTheTransaction(t *testing.T, h Harness) {
 	if d.State != store.StatePending || d.PublishedAt != nil || d.Attempts != 0 {
 		t.Errorf("a new event: state %s, published %v, attempts %d", d.State, d.PublishedAt, d.Attempts)
 	}
-	c := h.claim(t, "relay-a", 10, time.Minute)
+	c := r.claim(t, 10)
 	if len(c.Events) != 1 || c.Events[0].Headers["tenant"] != "acme" || !c.Events[0].OccurredAt.Equal(occurred) {
 		t.Errorf("claimed %+v, want the event with its headers and occurred_at", c.Events)
 	}
@@ -170,6 +170,7 @@ func testWriterChunks(t *testing.T, h Harness) {
 // whose session time zone is not UTC are claimable at once, and keep the
 // instant they occurred at.
 func testWriterTimeZone(t *testing.T, h Harness) {
+	r := h.join(t, "relay-a", time.Minute)
 	for _, zone := range []string{"+08:00", "-05:00", "America/New_York", "Asia/Kolkata"} {
 		t.Run(zone, func(t *testing.T) {
 			db := h.OpenInZone(t, zone)
@@ -177,7 +178,7 @@ func testWriterTimeZone(t *testing.T, h Harness) {
 			e := orderEvent("tz")
 			e.OccurredAt = occurred
 			id := h.addOn(t, db, e)[0]
-			c := h.claim(t, "relay-"+strings.ReplaceAll(zone, "/", "-"), 10, time.Minute)
+			c := r.claim(t, 10)
 			if len(c.Events) != 1 || c.Events[0].ID != id {
 				d := h.show(t, id)
 				t.Fatalf("written in zone %s: claimed %v; the event waits until %v (now %v)", zone, ids(c.Events), d.NextAttemptAt, h.now(t))
@@ -185,7 +186,7 @@ func testWriterTimeZone(t *testing.T, h Harness) {
 			if !c.Events[0].OccurredAt.Equal(occurred) {
 				t.Errorf("occurred_at %v, want %v", c.Events[0].OccurredAt, occurred)
 			}
-			h.settle(t, c, store.Outcome{Published: []string{id}})
+			r.settle(t, c, store.Outcome{Published: []string{id}})
 		})
 	}
 }

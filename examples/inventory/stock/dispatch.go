@@ -185,7 +185,7 @@ func (d *dispatcher) call(ctx context.Context, c pendingCall) {
 			d.log.Warn("record warehouse call failure", "event_id", c.key, "error", err)
 		}
 		d.retries.Add(1)
-		d.log.Warn("warehouse call failed; retrying later", "event_id", c.key, "attempt", c.attempts+1, "retry_in", wait, "error", msg)
+		d.log.Warn("warehouse call failed; retrying later", "event_id", c.key, "attempt", c.attempts+1, "retry_in", wait.String(), "error", msg)
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/kafka"
 )
 
 // Env is the inventory binary's configuration, read from HERALD_*
@@ -14,6 +17,13 @@ import (
 type Env struct {
 	// DSN is the inventory's database: a postgres:// URL, or a MySQL DSN.
 	DSN string
+	// DatabaseOptions are the database connection's TLS (MySQL only) and
+	// password settings (connenv: HERALD_MYSQL_TLS*,
+	// HERALD_MYSQL_PASSWORD[_FILE]).
+	DatabaseOptions database.ConnOptions
+	// Kafka is how the consumer connects to Kafka (connenv:
+	// HERALD_KAFKA_TLS*, HERALD_KAFKA_SASL_*).
+	Kafka kafka.Security
 	// Seed is the stock created at start for SKUs that have none.
 	Seed map[string]int64
 	// Config is the service's configuration, without DB.
@@ -38,6 +48,11 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 			e.DSN = v
 		}
 	}
+	e.DatabaseOptions = connenv.MySQL(getenv)
+	var err error
+	if e.Kafka, err = connenv.Kafka(getenv); err != nil {
+		return Env{}, err
+	}
 	c := &e.Config
 	c.Brokers = localstack.SplitBrokers(localstack.KafkaBrokersDefault)
 	if v := getenv("HERALD_KAFKA_BROKERS"); v != "" {
@@ -45,13 +60,17 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 	}
 	if v := getenv("HERALD_INVENTORY_TOPICS"); v != "" {
 		c.Topics = localstack.SplitBrokers(v) // the same comma-separated list syntax
+		for _, topic := range c.Topics {
+			if err := kafka.ValidateTopicName(topic); err != nil {
+				return Env{}, fmt.Errorf("HERALD_INVENTORY_TOPICS=%q: %v", v, err)
+			}
+		}
 	}
 	c.ConsumerName = getenv("HERALD_INVENTORY_CONSUMER")
 	c.Group = getenv("HERALD_INVENTORY_GROUP")
 	c.WarehouseURL = getenv("HERALD_WAREHOUSE_URL")
 	c.Addr = getenv("HERALD_INVENTORY_ADDR")
 
-	var err error
 	parse := func(name string, fn func(string) error) {
 		if v := getenv(name); v != "" && err == nil {
 			if perr := fn(v); perr != nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/database"
@@ -55,6 +57,9 @@ type Config struct {
 	DB *sql.DB
 	// Brokers are Kafka's seed brokers. Required.
 	Brokers []string
+	// KafkaOptions are the Kafka client's extra options, such as
+	// kafka.Security's (TLS, SASL). Defaults to none.
+	KafkaOptions []kgo.Opt
 	// Topics carry the order events. Defaults to ["orders.v1"].
 	Topics []string
 	// ConsumerName is the inbox's consumer name. Defaults to "inventory".
@@ -185,6 +190,7 @@ func New(cfg Config) (*Service, error) {
 		Dialect:        cfg.Dialect,
 		ConsumerName:   cfg.ConsumerName,
 		Brokers:        cfg.Brokers,
+		KafkaOptions:   cfg.KafkaOptions,
 		Topics:         cfg.Topics,
 		Group:          cfg.Group,
 		DB:             cfg.DB,

@@ -41,6 +41,13 @@ func TestBadRequests(t *testing.T) {
 		{name: "customer_id fraction", body: `{"customer_id":42.5,"items":[` + item + `]}`, status: 400, code: api.CodeInvalidValue, field: "customer_id"},
 		{name: "customer_id exponent", body: `{"customer_id":4e1,"items":[` + item + `]}`, status: 400, code: api.CodeInvalidValue, field: "customer_id"},
 		{name: "customer_id overflows int64", body: `{"customer_id":9223372036854775808,"items":[` + item + `]}`, status: 400, code: api.CodeInvalidValue, field: "customer_id"},
+		{name: "customer_id above 2^53-1", body: `{"customer_id":9007199254740992,"items":[` + item + `]}`, status: 400, code: api.CodeInvalidValue, field: "customer_id"},
+		{name: "customer_id int64 max", body: `{"customer_id":9223372036854775807,"items":[` + item + `]}`, status: 400, code: api.CodeInvalidValue, field: "customer_id"},
+		{name: "customer_id twice", body: `{"customer_id":42,"customer_id":43,"items":[` + item + `]}`, status: 400, code: api.CodeDuplicateField, field: "customer_id"},
+		{name: "customer_id twice, other case", body: `{"customer_id":42,"Customer_ID":43,"items":[` + item + `]}`, status: 400, code: api.CodeDuplicateField, field: "Customer_ID"},
+		{name: "items twice", body: `{"customer_id":42,"items":[` + item + `],"items":[` + item + `]}`, status: 400, code: api.CodeDuplicateField, field: "items"},
+		{name: "item key twice", body: withItem(`{"sku":"A","quantity":1,"unit_price":"1.00","sku":"B"}`), status: 400, code: api.CodeDuplicateField, field: "items[0].sku"},
+		{name: "second item key twice", body: withItem(item + `,{"sku":"A","quantity":1,"quantity":2,"unit_price":"1.00"}`), status: 400, code: api.CodeDuplicateField, field: "items[1].quantity"},
 		{name: "items missing", body: `{"customer_id":42}`, status: 400, code: api.CodeMissingValue, field: "items"},
 		{name: "items null", body: `{"customer_id":42,"items":null}`, status: 400, code: api.CodeMissingValue, field: "items"},
 		{name: "items empty", body: `{"customer_id":42,"items":[]}`, status: 400, code: api.CodeMissingValue, field: "items"},
@@ -90,7 +97,7 @@ func TestBadRequests(t *testing.T) {
 		})
 	}
 	// The boundaries themselves are accepted.
-	edge := fmt.Sprintf(`{"customer_id":9223372036854775807,"items":[{"sku":"%s","quantity":%d,"unit_price":"%s"}]}`,
+	edge := fmt.Sprintf(`{"customer_id":9007199254740991,"items":[{"sku":"%s","quantity":%d,"unit_price":"%s"}]}`,
 		strings.Repeat("S", api.SKUMaxLen), api.QuantityMax, api.UnitPriceMax)
 	if c := s.do("POST", "/orders", edge).created(t); c.TotalAmount != "10000000000.00" {
 		t.Errorf("edge order total %s", c.TotalAmount)

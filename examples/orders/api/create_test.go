@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/orders/api"
 )
 
@@ -221,4 +224,41 @@ func TestRoutes(t *testing.T) {
 	if resp := s.do("GET", "/healthz", ""); resp.status != http.StatusOK {
 		t.Errorf("healthz: %d %s", resp.status, resp.body)
 	}
+}
+
+// TestMultiByteSKUKeepsTheContract: the orders API and its consumers agree
+// on what a SKU is. An order whose SKU is 64 emoji (256 bytes) is accepted
+// and its event decodes with the consumers' registry (inventory reserves
+// its stock instead of dead-lettering it); 65 emoji is refused with
+// nothing written.
+func TestMultiByteSKUKeepsTheContract(t *testing.T) {
+	s := newService(t, api.Config{})
+	order := func(sku string) string {
+		return `{"customer_id":42,"items":[{"sku":"` + sku + `","quantity":1,"unit_price":"9.99"}]}`
+	}
+	sku := strings.Repeat("📦", api.SKUMaxLen)
+	created := s.do("POST", "/orders", order(sku)).created(t)
+	events := s.events(created.OrderID)
+	if len(events) != 1 {
+		t.Fatalf("%d events, want 1", len(events))
+	}
+	b, err := envelope.Encode(envelope.Envelope{EventID: events[0].id, Type: events[0].eventType,
+		Version: uint16(events[0].version), Data: events[0].payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := contract.NewRegistry().Decode(b)
+	if err != nil {
+		t.Fatalf("the consumers refuse the event the API wrote: %v", err)
+	}
+	if p, _ := envelope.PayloadAs[contract.OrderCreatedV1](ev); len(p.Items) != 1 || p.Items[0].SKU != sku {
+		t.Errorf("consumers read %+v", p)
+	}
+
+	before := s.rowCounts()
+	resp := s.do("POST", "/orders", order(sku+"📦"))
+	if d := resp.errorDetail(t); resp.status != http.StatusBadRequest || d.Field != "items[0].sku" {
+		t.Errorf("65-emoji SKU: %d %+v, want 400 on items[0].sku", resp.status, d)
+	}
+	s.assertNoRowsWritten(before)
 }

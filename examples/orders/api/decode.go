@@ -11,10 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/herald-outbox/herald/examples/contract"
 )
 
 // Limits of one POST /orders.
@@ -22,12 +23,15 @@ const (
 	// RequestBodyMaxBytes is the largest request body accepted (64 KiB);
 	// a larger one is answered 413.
 	RequestBodyMaxBytes = 64 << 10
+	// CustomerIDMax is the largest customer_id, 2^53-1: the contract
+	// promises ids every JSON parser reads exactly, floats included.
+	CustomerIDMax = 1<<53 - 1
 	// ItemsMax is the most lines one order may have.
 	ItemsMax = 100
 	// QuantityMax is the largest quantity of one line.
 	QuantityMax = 10_000
-	// SKUMaxLen is the longest SKU, in characters.
-	SKUMaxLen = 64
+	// SKUMaxLen is the longest SKU, in characters (contract.SKUMaxLen).
+	SKUMaxLen = contract.SKUMaxLen
 	// UnitPriceMax is the highest unit price, a decimal string.
 	UnitPriceMax = "1000000.00"
 	// IdempotencyKeyMaxLen is the longest Idempotency-Key header value.
@@ -65,10 +69,18 @@ type rawItem struct {
 // decodeCreateOrder reads one JSON object from r (bounded by the caller)
 // and validates it. Numbers are never decoded as floats: integers are parsed
 // from their digits and prices are decimal strings. encoding/json matches
-// field names case-insensitively and keeps the last of duplicate fields;
-// both are accepted as they are.
+// field names case-insensitively, which is accepted, and keeps the last of
+// duplicate fields, which is not: a key given twice (in any case) is
+// refused, since parsers disagree on which one counts.
 func decodeCreateOrder(r io.Reader) (createOrder, error) {
-	dec := json.NewDecoder(r)
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return createOrder{}, decodeError(err)
+	}
+	if field := duplicateKey(body); field != "" {
+		return createOrder{}, badRequest(CodeDuplicateField, field, "%s is given twice", field)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var raw rawCreateOrder
 	if err := dec.Decode(&raw); err != nil {
@@ -82,8 +94,7 @@ func decodeCreateOrder(r io.Reader) (createOrder, error) {
 	}
 
 	var req createOrder
-	var err error
-	if req.customerID, err = parseInteger(raw.CustomerID, "customer_id", 1, 1<<63-1); err != nil {
+	if req.customerID, err = parseInteger(raw.CustomerID, "customer_id", 1, CustomerIDMax); err != nil {
 		return createOrder{}, err
 	}
 	switch {
@@ -142,6 +153,89 @@ func decodeError(err error) error {
 	return badRequest(CodeMalformedJSON, "", "the body is not valid JSON")
 }
 
+// duplicateKey returns the path of the first key given twice in one object
+// of body ("customer_id", "items[1].sku"), comparing keys as encoding/json
+// matches them to fields (case-insensitively), or "" when there is none or
+// body is not one valid JSON value (the decoder then says what is wrong).
+func duplicateKey(body []byte) string {
+	type frame struct {
+		object  bool
+		path    string   // of the object or array itself
+		keys    []string // keys seen so far (object)
+		key     string   // key whose value comes next (object)
+		wantKey bool     // the next string is a key (object)
+		index   int      // index of the next element (array)
+	}
+	var stack []*frame
+	// slot returns the path of the value about to be read.
+	slot := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		f := stack[len(stack)-1]
+		if !f.object {
+			f.index++
+			return fmt.Sprintf("%s[%d]", f.path, f.index-1)
+		}
+		if f.path == "" {
+			return f.key
+		}
+		return f.path + "." + f.key
+	}
+	valueRead := func() {
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, &frame{object: t == '{', path: slot(), wantKey: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					return ""
+				}
+				valueRead()
+			}
+		case string:
+			if top != nil && top.object && top.wantKey {
+				top.key, top.wantKey = t, false
+				for _, k := range top.keys {
+					if strings.EqualFold(k, t) {
+						return slot()
+					}
+				}
+				top.keys = append(top.keys, t)
+				continue
+			}
+			slot()
+			valueRead()
+		default:
+			if top == nil {
+				return ""
+			}
+			slot()
+			valueRead()
+		}
+		if top == nil && len(stack) == 0 {
+			return ""
+		}
+	}
+}
+
 func missing(raw json.RawMessage) bool {
 	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
 }
@@ -177,13 +271,18 @@ func parseSKU(raw json.RawMessage, field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case strings.TrimSpace(sku) == "":
+	// The consumers check the same definition: a SKU accepted here is one
+	// they can reserve.
+	if strings.TrimSpace(sku) == "" {
 		return "", badRequest(CodeMissingValue, field, "%s must not be empty", field)
-	case utf8.RuneCountInString(sku) > SKUMaxLen:
-		return "", badRequest(CodeInvalidValue, field, "%s is longer than %d characters", field, SKUMaxLen)
-	case strings.ContainsFunc(sku, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
-		return "", badRequest(CodeInvalidValue, field, "%s contains control characters or invalid UTF-8", field)
+	}
+	// encoding/json turned invalid UTF-8 into U+FFFD, which the contract
+	// would accept; the body's own bytes were invalid.
+	if strings.ContainsRune(sku, utf8.RuneError) {
+		return "", badRequest(CodeInvalidValue, field, "%s contains invalid UTF-8", field)
+	}
+	if err := contract.ValidateSKU(sku); err != nil {
+		return "", badRequest(CodeInvalidValue, field, "%s: %v", field, err)
 	}
 	return sku, nil
 }

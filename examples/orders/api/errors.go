@@ -18,6 +18,7 @@ import (
 const (
 	CodeMalformedJSON        = "malformed_json"         // 400: not one JSON object
 	CodeUnknownField         = "unknown_field"          // 400: a field the API does not know
+	CodeDuplicateField       = "duplicate_field"        // 400: a field given twice in one object
 	CodeMissingValue         = "missing_value"          // 400: a required value is absent, null or empty
 	CodeInvalidValue         = "invalid_value"          // 400: a value is out of range or of the wrong form
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415: the body is not application/json

@@ -24,7 +24,9 @@ func FuzzDecodeCreateOrder(f *testing.F) {
 	for _, seed := range []string{
 		`{"customer_id":42,"items":[{"sku":"SKU-1","quantity":2,"unit_price":"9.99"}]}`,
 		`{"customer_id":42,"items":[{"sku":"A","quantity":10000,"unit_price":"1000000.00"},{"sku":"B","quantity":1,"unit_price":"0.5"}]}`,
-		`{"customer_id":9223372036854775807,"items":[{"sku":"é","quantity":1,"unit_price":"0"}]}`,
+		`{"customer_id":9007199254740991,"items":[{"sku":"é","quantity":1,"unit_price":"0"}]}`,
+		`{"customer_id":9007199254740992,"items":[{"sku":"é","quantity":1,"unit_price":"0"}]}`,
+		`{"customer_id":42,"items":[{"sku":"A","quantity":1,"unit_price":"1.00","SKU":"B"}]}`,
 		`{"customer_id":42,"items":[{"sku":"A","quantity":1,"unit_price":9.99}]}`,
 		`{"customer_id":42,"items":[{"sku":"A","quantity":1e2,"unit_price":"1"}]}`,
 		`{"customer_id":-1,"items":[]}`,
@@ -47,7 +49,7 @@ func FuzzDecodeCreateOrder(f *testing.F) {
 			}
 			return
 		}
-		if req.customerID <= 0 || len(req.items) == 0 || len(req.items) > ItemsMax {
+		if req.customerID <= 0 || req.customerID > CustomerIDMax || len(req.items) == 0 || len(req.items) > ItemsMax {
 			t.Fatalf("accepted customer %d with %d items", req.customerID, len(req.items))
 		}
 		want := new(big.Rat)

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store"
@@ -153,8 +154,11 @@ func (o Operation) validate() error {
 		return errors.New("items must not be empty")
 	}
 	for i, it := range o.Items {
-		if it.SKU == "" || len(it.SKU) > 64 || it.Quantity <= 0 {
-			return fmt.Errorf("items[%d] needs a sku (1 to 64 characters) and a positive quantity", i)
+		if err := contract.ValidateSKU(it.SKU); err != nil {
+			return fmt.Errorf("items[%d]: %v", i, err)
+		}
+		if it.Quantity <= 0 {
+			return fmt.Errorf("items[%d]: quantity must be positive, got %d", i, it.Quantity)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,21 @@ func TestConcurrentRequestsWithOneKey(t *testing.T) {
 	}
 	if replays != 9 || effects(t, ts.URL) != 1 {
 		t.Errorf("%d replays, %d effects; want 9 and 1", replays, effects(t, ts.URL))
+	}
+}
+
+// TestMultiByteSKU: the warehouse counts a SKU in characters, as the orders
+// API and the inventory consumer do (contract.ValidateSKU): 64 emoji are a
+// SKU, 65 are not.
+func TestMultiByteSKU(t *testing.T) {
+	ts := newWarehouse(t)
+	op := func(sku string) string {
+		return `{"action":"reserve","order_id":7,"items":[{"sku":"` + sku + `","quantity":1}]}`
+	}
+	if got := post(t, ts.URL, "emoji-64", op(strings.Repeat("📦", 64))); got.status != http.StatusCreated {
+		t.Errorf("64-emoji SKU: %d %s, want 201", got.status, got.body)
+	}
+	if got := post(t, ts.URL, "emoji-65", op(strings.Repeat("📦", 65))); got.status != http.StatusBadRequest {
+		t.Errorf("65-emoji SKU: %d %s, want 400", got.status, got.body)
 	}
 }

@@ -1,0 +1,213 @@
+package binlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
+)
+
+// outboxTable is the table the reader decodes.
+const outboxTable = "outbox_events"
+
+// The columns of outbox_events a store.Event is made of, by name.
+const (
+	colID = iota
+	colAggregateType
+	colAggregateID
+	colAggregateSeq
+	colEventType
+	colSchemaVersion
+	colPayload
+	colHeaders
+	colOccurredAt
+	colCount
+)
+
+var columnNames = [colCount]string{
+	colID: "id", colAggregateType: "aggregate_type", colAggregateID: "aggregate_id",
+	colAggregateSeq: "aggregate_seq", colEventType: "event_type", colSchemaVersion: "schema_version",
+	colPayload: "payload", colHeaders: "headers", colOccurredAt: "occurred_at",
+}
+
+// errNoColumnNames is the decoding error of a table map without column
+// names.
+var errNoColumnNames = errors.New("the binlog's table map of outbox_events carries no column names: " +
+	"set binlog_row_metadata=FULL on the server (rows are decoded by column name)")
+
+// columnIndex locates each needed column in one version of outbox_events'
+// table map: a migration that adds, drops or reorders columns yields a new
+// table map, and so a new index.
+type columnIndex struct {
+	table *replication.TableMapEvent
+	at    [colCount]int
+}
+
+func newColumnIndex(tm *replication.TableMapEvent) (*columnIndex, error) {
+	names := tm.ColumnNameString()
+	if len(names) == 0 {
+		return nil, errNoColumnNames
+	}
+	ix := &columnIndex{table: tm}
+	for c := range ix.at {
+		ix.at[c] = -1
+	}
+	for i, name := range names {
+		for c, want := range columnNames {
+			if name == want {
+				ix.at[c] = i
+			}
+		}
+	}
+	for c, i := range ix.at {
+		if i < 0 {
+			return nil, fmt.Errorf("the binlog's table map of outbox_events has no column %s (columns: %v)", columnNames[c], names)
+		}
+	}
+	return ix, nil
+}
+
+// checkPresent fails when the row image of e lacks a needed column, which
+// only a row image other than FULL does.
+func (ix *columnIndex) checkPresent(e *replication.RowsEvent) error {
+	for c, i := range ix.at {
+		if i >= len(e.ColumnBitmap1)*8 || e.ColumnBitmap1[i/8]&(1<<(i%8)) == 0 {
+			return fmt.Errorf("an outbox_events row image lacks column %s: set binlog_row_image=FULL on the server", columnNames[c])
+		}
+	}
+	return nil
+}
+
+// event turns one inserted row into the store.Event the polling path's
+// claim would return for it: the same bytes, the same headers map, the same
+// UTC time. Attempts is 0: nothing claimed it.
+func (ix *columnIndex) event(row []any) (store.Event, error) {
+	var e store.Event
+	var err error
+	text := func(c int) string {
+		if err != nil {
+			return ""
+		}
+		var s string
+		s, err = asText(row[ix.at[c]], columnNames[c])
+		return s
+	}
+	e.ID = text(colID)
+	e.AggregateType = text(colAggregateType)
+	e.AggregateID = text(colAggregateID)
+	e.EventType = text(colEventType)
+	if err != nil {
+		return e, err
+	}
+	if e.AggregateSeq, err = asUint(row[ix.at[colAggregateSeq]], 64, columnNames[colAggregateSeq]); err != nil {
+		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	v, err := asUint(row[ix.at[colSchemaVersion]], 16, columnNames[colSchemaVersion])
+	if err != nil {
+		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	e.SchemaVersion = uint16(v)
+	if e.Payload, err = asBytes(row[ix.at[colPayload]], columnNames[colPayload]); err != nil {
+		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	if h := row[ix.at[colHeaders]]; h != nil {
+		raw, err := asBytes(h, columnNames[colHeaders])
+		if err != nil {
+			return e, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		// As the claim does (store/mysql ReadReady): one JSON object of
+		// strings.
+		if err := json.Unmarshal(raw, &e.Headers); err != nil {
+			return e, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
+		}
+	}
+	if e.OccurredAt, err = asTime(row[ix.at[colOccurredAt]], columnNames[colOccurredAt]); err != nil {
+		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	e.Bucket = mysql.Dialect{}.BucketOf(e.AggregateType, e.AggregateID)
+	return e, nil
+}
+
+func asText(v any, col string) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case []byte:
+		return string(v), nil
+	case nil:
+		return "", fmt.Errorf("column %s is NULL", col)
+	}
+	return "", fmt.Errorf("column %s: unexpected %T in the row event", col, v)
+}
+
+// asBytes returns a copy: the row event's buffer is not ours to keep.
+func asBytes(v any, col string) ([]byte, error) {
+	switch v := v.(type) {
+	case []byte:
+		return append([]byte(nil), v...), nil
+	case string:
+		return []byte(v), nil
+	case nil:
+		return nil, fmt.Errorf("column %s is NULL", col)
+	}
+	return nil, fmt.Errorf("column %s: unexpected %T in the row event", col, v)
+}
+
+// asUint reads an unsigned integer column of the given width. Without
+// signedness metadata the decoder hands out signed values; their bits are
+// the unsigned value's.
+func asUint(v any, bits int, col string) (uint64, error) {
+	var u uint64
+	switch v := v.(type) {
+	case uint8:
+		u = uint64(v)
+	case uint16:
+		u = uint64(v)
+	case uint32:
+		u = uint64(v)
+	case uint64:
+		u = v
+	case int8:
+		u = uint64(uint8(v))
+	case int16:
+		u = uint64(uint16(v))
+	case int32:
+		u = uint64(uint32(v))
+	case int64:
+		u = uint64(v)
+	case nil:
+		return 0, fmt.Errorf("column %s is NULL", col)
+	default:
+		return 0, fmt.Errorf("column %s: unexpected %T in the row event", col, v)
+	}
+	if bits < 64 && u >= 1<<bits {
+		return 0, fmt.Errorf("column %s: %d does not fit %d bits", col, u, bits)
+	}
+	return u, nil
+}
+
+// datetimeLayout is DATETIME(6) as the decoder renders it (fewer digits for
+// a column of lower precision are accepted too).
+const datetimeLayout = "2006-01-02 15:04:05.999999"
+
+// asTime reads a DATETIME column, which holds UTC (herald writes it so).
+func asTime(v any, col string) (time.Time, error) {
+	switch v := v.(type) {
+	case string:
+		t, err := time.ParseInLocation(datetimeLayout, v, time.UTC)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("column %s: %q is not a date and time", col, v)
+		}
+		return t, nil
+	case time.Time:
+		return v.UTC(), nil
+	case nil:
+		return time.Time{}, fmt.Errorf("column %s is NULL", col)
+	}
+	return time.Time{}, fmt.Errorf("column %s: unexpected %T in the row event", col, v)
+}

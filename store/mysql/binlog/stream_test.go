@@ -1,0 +1,410 @@
+package binlog_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/store/mysql/binlog"
+)
+
+// TestCommitOrder: one writer's transactions come back in commit order,
+// each with its events in insert order; with concurrent writers every
+// event comes back once and each aggregate's events in aggregate_seq order
+// (which is their commit order).
+func TestCommitOrder(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(t, e.head(t))
+
+	t.Run("one writer", func(t *testing.T) {
+		var want [][]string
+		for i := range 100 {
+			var events []outbox.Event
+			for j := range 1 + i%20 {
+				events = append(events, orderEvent(fmt.Sprintf("agg-%d", (i+j)%7), i*100+j))
+			}
+			want = append(want, e.write(t, events...))
+		}
+		for i, w := range want {
+			sameIDs(t, fmt.Sprintf("transaction %d", i), ids(nextEvents(t, r).Events), w)
+		}
+	})
+
+	t.Run("concurrent writers", func(t *testing.T) {
+		const writers, txPerWriter, eventsPerTx, aggregates = 4, 50, 10, 13
+		var mu sync.Mutex
+		written := map[string]bool{}
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for i := range txPerWriter {
+					var events []outbox.Event
+					for j := range eventsPerTx {
+						events = append(events, orderEvent(fmt.Sprintf("agg-%d", (w*31+i*7+j)%aggregates), j))
+					}
+					got, err := writeOnce(context.Background(), e, events...)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					for _, id := range got {
+						written[id] = true
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		txs, events := readEvents(t, r, writers*txPerWriter*eventsPerTx)
+		if len(txs) != writers*txPerWriter {
+			t.Errorf("%d transactions, want %d", len(txs), writers*txPerWriter)
+		}
+		lastSeq := map[string]uint64{}
+		seen := map[string]bool{}
+		for _, ev := range events {
+			if !written[ev.ID] || seen[ev.ID] {
+				t.Fatalf("event %s: written %v, seen before %v", ev.ID, written[ev.ID], seen[ev.ID])
+			}
+			seen[ev.ID] = true
+			// The aggregates were used by "one writer" too: seqs go on from there.
+			if prev, ok := lastSeq[ev.AggregateID]; ok && ev.AggregateSeq != prev+1 {
+				t.Fatalf("aggregate %s: seq %d after %d", ev.AggregateID, ev.AggregateSeq, prev)
+			}
+			lastSeq[ev.AggregateID] = ev.AggregateSeq
+		}
+	})
+}
+
+// TestHeartbeatWhileIdle: transactions that write no outbox row move the
+// position forward through heartbeats, and a reader resumed from a
+// heartbeat's position returns what came after it.
+func TestHeartbeatWhileIdle(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.db.DB.Exec("CREATE TABLE orders (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	head := e.head(t)
+	r := e.open(t, head)
+	conn, err := e.db.DB.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "INSERT INTO orders VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	domain, business := lastGTIDSeq(t, conn)
+	if positionSeq(t, head, domain) >= business {
+		t.Fatalf("head %s already covers the business write %d", head, business)
+	}
+
+	var hb binlog.Tx
+	testenv.WaitFor(t, nextTimeout, "a heartbeat past the business write", func() (bool, string) {
+		hb = next(t, r)
+		if !hb.IsHeartbeat() {
+			t.Fatalf("transaction with events %v: none were written", ids(hb.Events))
+		}
+		return positionSeq(t, hb.Position, domain) >= business, "last heartbeat at " + hb.Position.String()
+	})
+	if hb.CommitTime.IsZero() {
+		t.Error("heartbeat without commit time")
+	}
+
+	later := e.write(t, orderEvent("a", 1))
+	resumed := e.open(t, hb.Position)
+	sameIDs(t, "resumed from heartbeat", ids(nextEvents(t, resumed).Events), later)
+	sameIDs(t, "first reader", ids(nextEvents(t, r).Events), later)
+}
+
+// TestRotation: FLUSH BINARY LOGS between transactions is invisible, with
+// GTID and with file positions, and a file position from before the
+// rotation resumes into the next file.
+func TestRotation(t *testing.T) {
+	e := newEnv(t)
+	rootExec(t, "SELECT 1") // skip early under -short without root access
+	gtidReader := e.open(t, e.head(t))
+	fileReader := e.open(t, e.fileHead(t))
+
+	var want [][]string
+	for i := range 3 {
+		want = append(want, e.write(t, orderEvent("a", i)))
+		rootExec(t, "FLUSH BINARY LOGS")
+	}
+	want = append(want, e.write(t, orderEvent("a", 3)))
+
+	for _, r := range []*binlog.Reader{gtidReader, fileReader} {
+		var positions []binlog.Position
+		for i, w := range want {
+			tx := nextEvents(t, r)
+			sameIDs(t, fmt.Sprintf("transaction %d", i), ids(tx.Events), w)
+			positions = append(positions, tx.Position)
+		}
+		if r != fileReader {
+			continue
+		}
+		if file(positions[0]) == file(positions[len(positions)-1]) {
+			t.Fatalf("positions %v: all in one file after three rotations", positions)
+		}
+		resumed := e.open(t, positions[0]) // in the file before the first rotation
+		for i, w := range want[1:] {
+			tx := nextEvents(t, resumed)
+			sameIDs(t, fmt.Sprintf("resumed transaction %d", i+1), ids(tx.Events), w)
+			if tx.Position != positions[i+1] {
+				t.Errorf("resumed transaction %d at %s, first reader at %s", i+1, tx.Position, positions[i+1])
+			}
+		}
+	}
+}
+
+// file returns the binlog file of a file position's text.
+func file(p binlog.Position) string {
+	text := strings.TrimPrefix(p.String(), "file:")
+	return text[:strings.LastIndexByte(text, ':')]
+}
+
+// TestPositionPurged: a position the server does not have is
+// ErrPositionPurged, for a missing file and for a GTID the binlog never
+// held.
+func TestPositionPurged(t *testing.T) {
+	e := newEnv(t)
+	for _, text := range []string{
+		"file:mariadb-bin.000000:4",
+		"file:mariadb-bin.999999:4",
+		"file:mariadb-bin.000001:4000000000",
+		"mariadb-gtid:0-4000000000-1",
+	} {
+		t.Run(text, func(t *testing.T) {
+			p, err := binlog.ParsePosition(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), nextTimeout)
+			defer cancel()
+			r, err := binlog.Open(ctx, e.config(), p)
+			if err == nil {
+				r.Close()
+				t.Fatal("opened")
+			}
+			if !errors.Is(err, binlog.ErrPositionPurged) {
+				t.Fatalf("error %v: want ErrPositionPurged", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestLag: a reader that has not read what was written is behind by bytes
+// and seconds; once it reads on, it reaches the head (0, 0).
+func TestLag(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(t, e.head(t))
+	if bytes, _ := r.Lag(); bytes < 0 {
+		t.Fatalf("lag bytes %d right after Open: want known", bytes)
+	}
+	want := e.write(t, orderEvent("a", 1), orderEvent("a", 2))
+	for range 20 {
+		e.write(t, orderEvent("b", 1))
+	}
+	testenv.WaitFor(t, nextTimeout, "lag visible while not reading", func() (bool, string) {
+		bytes, seconds := r.Lag()
+		return bytes > 1000 && seconds >= 0, fmt.Sprintf("lag %d bytes, %.3fs", bytes, seconds)
+	})
+	sameIDs(t, "first transaction", ids(nextEvents(t, r).Events), want)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			r.Next(ctx)
+		}
+	}()
+	testenv.WaitFor(t, nextTimeout, "the head reached", func() (bool, string) {
+		bytes, seconds := r.Lag()
+		return bytes == 0 && seconds == 0, fmt.Sprintf("lag %d bytes, %.3fs", bytes, seconds)
+	})
+}
+
+// TestCloseUnblocksNext: Close makes a blocked Next return ErrClosed.
+func TestCloseUnblocksNext(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.HeartbeatPeriod = time.Hour // no heartbeat returns Next early
+	r := openWith(t, cfg, e.head(t))
+	done := make(chan error, 1)
+	go func() {
+		for {
+			tx, err := r.Next(context.Background())
+			if err != nil || !tx.IsHeartbeat() {
+				done <- err
+				return
+			}
+		}
+	}()
+	r.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, binlog.ErrClosed) {
+			t.Fatalf("Next after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(nextTimeout):
+		t.Fatal("Next still blocked after Close")
+	}
+}
+
+// TestXATransactions: an XA transaction committed in one phase is an
+// ordinary transaction; the rows of a prepared XA transaction are in the
+// binlog before anyone knows whether they commit, so the reader skips them
+// with a warning (they stay unpublished for the polling path) and goes on.
+func TestXATransactions(t *testing.T) {
+	e := newEnv(t)
+	var logs syncBuffer
+	cfg := e.config()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	r := openWith(t, cfg, e.head(t))
+	ctx := context.Background()
+	conn, err := e.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	insert := func(id string) {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
+			event_type, schema_version, payload, occurred_at, next_attempt_at)
+			VALUES (?, 'order', ?, 1, 'order.created', 1, '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`, id, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(stmts ...string) {
+		t.Helper()
+		for _, s := range stmts {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	exec("XA START 'x1'")
+	insert("xa-two-phase")
+	exec("XA END 'x1'", "XA PREPARE 'x1'", "XA COMMIT 'x1'")
+	exec("XA START 'x2'")
+	insert("xa-one-phase")
+	exec("XA END 'x2'", "XA COMMIT 'x2' ONE PHASE")
+	exec("XA START 'x3'")
+	insert("xa-rolled-back")
+	exec("XA END 'x3'", "XA PREPARE 'x3'", "XA ROLLBACK 'x3'")
+	last := e.write(t, orderEvent("after", 1))
+
+	sameIDs(t, "one-phase XA", ids(nextEvents(t, r).Events), []string{"xa-one-phase"})
+	sameIDs(t, "after the XA transactions", ids(nextEvents(t, r).Events), last)
+	if n := strings.Count(logs.String(), "outbox events of an XA transaction skipped"); n != 2 {
+		t.Errorf("%d warnings about skipped XA transactions, want 2:\n%s", n, logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestReconnectAfterLostConnection: when the server kills the stream's
+// connection, Next reconnects from the last position it returned and goes
+// on with the following transactions, none twice.
+func TestReconnectAfterLostConnection(t *testing.T) {
+	const password = "s3cret-reconnect"
+	e := newEnv(t)
+	// A user of its own, so the test finds its stream among the server's.
+	user := "herald_reconnect_" + e.db.Name[len(e.db.Name)-8:]
+	rootExec(t,
+		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
+		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'",
+		"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	dsn, err := driver.ParseDSN(e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn.User, dsn.Passwd = user, password
+	own, err := mysql.Open(context.Background(), dsn.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+
+	var logs syncBuffer
+	cfg := e.config()
+	cfg.DSN = dsn.FormatDSN()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	cfg.ReconnectBackoffBase = 10 * time.Millisecond
+	r := openWith(t, cfg, e.head(t))
+
+	first := e.write(t, orderEvent("a", 1))
+	sameIDs(t, "before the kill", ids(nextEvents(t, r).Events), first)
+	for round := range 2 {
+		streams := testenv.Strings(t, own, `SELECT ID FROM information_schema.PROCESSLIST
+			WHERE USER = ? AND COMMAND LIKE 'Binlog Dump%'`, user)
+		if len(streams) != 1 {
+			t.Fatalf("round %d: %d binlog dump connections of %s, want 1", round, len(streams), user)
+		}
+		if _, err := own.Exec("KILL " + streams[0]); err != nil {
+			t.Fatal(err)
+		}
+		after := e.write(t, orderEvent("a", 2+2*round), orderEvent("b", round))
+		again := e.write(t, orderEvent("a", 3+2*round))
+		sameIDs(t, fmt.Sprintf("round %d: after the kill", round), ids(nextEvents(t, r).Events), after)
+		sameIDs(t, fmt.Sprintf("round %d: then", round), ids(nextEvents(t, r).Events), again)
+	}
+	expectQuiet(t, r, 300*time.Millisecond)
+	if n := strings.Count(logs.String(), "binlog: stream reconnected"); n != 2 {
+		t.Errorf("%d reconnections logged, want 2:\n%s", n, logs.String())
+	}
+}
+
+// TestUnixSocket: the reader streams over a DSN's unix socket too.
+func TestUnixSocket(t *testing.T) {
+	e := newEnv(t)
+	dsn, err := driver.ParseDSN(e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn.Net, dsn.Addr = "unix", stackSocket
+	db, err := mysql.Open(context.Background(), dsn.FormatDSN())
+	if err != nil {
+		if testing.Short() {
+			t.Skipf("skipped under -short: the stack's socket %s: %v", stackSocket, err)
+		}
+		t.Fatalf("the stack's socket %s: %v", stackSocket, err)
+	}
+	db.Close()
+	cfg := e.config()
+	cfg.DSN = dsn.FormatDSN()
+	r := openWith(t, cfg, e.head(t))
+	want := e.write(t, orderEvent("socket", 1))
+	sameIDs(t, "over the socket", ids(nextEvents(t, r).Events), want)
+	if bytes, _ := r.Lag(); bytes < 0 {
+		t.Errorf("lag bytes %d over the socket", bytes)
+	}
+}

@@ -1,0 +1,336 @@
+package binlog
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/google/uuid"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Tx is one committed transaction's inserts into outbox_events, in insert
+// order, or, with no Events, a heartbeat that only moves the position
+// forward (the server was idle, or its transactions wrote no outbox).
+type Tx struct {
+	// Events are the transaction's new outbox rows, as the polling path's
+	// claim would return them (Attempts 0).
+	Events []store.Event
+	// Position is right after this transaction: a Reader opened from it
+	// never returns this transaction again.
+	Position Position
+	// CommitTime is the server's commit time of the transaction (of the
+	// last transaction Position covers, for a heartbeat): to the second on
+	// MariaDB (the commit event's timestamp), to the microsecond on MySQL
+	// 8 (the GTID event's immediate commit timestamp).
+	CommitTime time.Time
+}
+
+// IsHeartbeat reports whether t carries no event.
+func (t Tx) IsHeartbeat() bool { return len(t.Events) == 0 }
+
+// cursor is where the reader stands in the binlog: after the last
+// transaction it read, returned or not.
+type cursor struct {
+	kind    kind
+	mariadb mariadbState
+	mysql   *gomysql.MysqlGTIDSet
+	// file and offset are the binlog coordinates after the last transaction
+	// read (the position itself for kindFile; for GTID kinds the file is
+	// known once the stream named it).
+	file   string
+	offset uint32
+	// commit is the commit time of the last transaction read.
+	commit time.Time
+	// moved says the cursor is past the position Next last returned.
+	moved bool
+}
+
+// cursorAt is a cursor standing at p.
+func cursorAt(p Position) cursor {
+	c := cursor{kind: p.kind}
+	switch p.kind {
+	case kindMariaDB:
+		c.mariadb, _ = parseMariaDBGTIDs(p.gtid) // p came from ParsePosition or a cursor: valid
+	case kindMySQL:
+		c.mysql, _ = parseMySQLGTIDs(p.gtid)
+	case kindFile:
+		c.file, c.offset = p.file, p.offset
+	}
+	return c
+}
+
+func (c *cursor) position() Position {
+	switch c.kind {
+	case kindMariaDB:
+		return Position{kind: kindMariaDB, gtid: c.mariadb.String()}
+	case kindMySQL:
+		return Position{kind: kindMySQL, gtid: c.mysql.String()}
+	}
+	return Position{kind: kindFile, file: c.file, offset: c.offset}
+}
+
+// group is the transaction being read: from its GTID event (or BEGIN) to
+// its commit.
+type group struct {
+	open bool
+	// began says a BEGIN statement is open: other statements are inside the
+	// transaction, not transactions of their own.
+	began bool
+	// standalone is MariaDB's flag for a one-statement group without a
+	// commit event (DDL).
+	standalone bool
+	// savepoints are the transaction's savepoints, oldest first, each with
+	// the number of events before it.
+	savepoints []savepoint
+	mariadb    *mariadbGTID
+	mysql      *mysqlGTID
+	// commitTime is MySQL 8's commit timestamp from the GTID event.
+	commitTime time.Time
+	events     []store.Event
+}
+
+type savepoint struct {
+	name   string
+	events int
+}
+
+type mysqlGTID struct {
+	sid uuid.UUID
+	tag gomysql.Tag
+	gno int64
+}
+
+// handle feeds one binlog event to the transaction assembly; ok says it
+// completed a Tx to return.
+func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error) {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		r.cur.file, r.cur.offset = string(e.NextLogName), uint32(e.Position)
+		r.lag.rotate(r.cur.file, r.cur.offset)
+		return Tx{}, false, nil
+	case *replication.MariadbGTIDEvent:
+		r.begin()
+		r.group.mariadb = &mariadbGTID{domain: e.GTID.DomainID, server: e.GTID.ServerID, seq: e.GTID.SequenceNumber}
+		r.group.standalone = e.IsStandalone()
+		// MariaDB writes no BEGIN (nor XA START): the GTID event of a group
+		// that is not a single statement opens the transaction.
+		r.group.began = !r.group.standalone
+		return Tx{}, false, nil
+	case *replication.GTIDEvent:
+		r.beginMySQL(e, gomysql.Tag{})
+		return Tx{}, false, nil
+	case *replication.GtidTaggedLogEvent:
+		r.beginMySQL(&e.GTIDEvent, e.Tag)
+		return Tx{}, false, nil
+	case *replication.QueryEvent:
+		return r.query(h, string(e.Query))
+	case *replication.XIDEvent:
+		tx, ok := r.commit(h, true)
+		return tx, ok, nil
+	case *replication.RowsEvent:
+		return Tx{}, false, r.rows(e)
+	case *replication.TransactionPayloadEvent:
+		// MySQL's compressed transaction: its events, at the payload's end.
+		for _, inner := range e.Events {
+			inner.Header.LogPos = h.LogPos
+			if tx, ok, err := r.handle(inner); err != nil || ok {
+				return tx, ok, err
+			}
+		}
+		return Tx{}, false, nil
+	case *replication.HeartbeatEvent:
+		// The server has nothing more to send: the reader is at the head.
+		r.lag.caughtUp(e.Filename, h.LogPos)
+		if r.cur.moved && !r.group.open {
+			return r.heartbeat(), true, nil
+		}
+		return Tx{}, false, nil
+	case *replication.GenericEvent:
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return r.endXAPrepare(h)
+		}
+	}
+	if !r.group.open && h.LogPos > 0 {
+		r.lag.advance(r.cur.file, h.LogPos)
+	}
+	return Tx{}, false, nil
+}
+
+// begin opens a group; one still open was never committed in this stream
+// (the stream cannot hold that), so it is dropped with a warning.
+func (r *Reader) begin() {
+	if r.group.open {
+		r.cfg.Logger.Warn("binlog: transaction without commit event dropped", "events", len(r.group.events),
+			"position", r.cur.position().String())
+	}
+	r.group = group{open: true}
+}
+
+func (r *Reader) beginMySQL(e *replication.GTIDEvent, tag gomysql.Tag) {
+	r.begin()
+	if sid, err := uuid.FromBytes(e.SID); err == nil && sid != uuid.Nil { // anonymous GTIDs have a nil SID
+		r.group.mysql = &mysqlGTID{sid: sid, tag: tag, gno: e.GNO}
+	}
+	if e.ImmediateCommitTimestamp > 0 {
+		r.group.commitTime = e.ImmediateCommitTime().UTC()
+	}
+}
+
+// query handles a statement: BEGIN, COMMIT, ROLLBACK, or a statement of its
+// own (DDL, which is a transaction by itself).
+func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
+	switch stmt := strings.ToUpper(strings.TrimSpace(q)); {
+	case stmt == "BEGIN", strings.HasPrefix(stmt, "XA START"):
+		if !r.group.open {
+			r.begin() // a binlog without GTID events
+		}
+		r.group.began = true
+	case r.group.open && strings.HasPrefix(stmt, "SAVEPOINT "):
+		r.group.savepoints = append(r.group.savepoints,
+			savepoint{name: savepointName(stmt, "SAVEPOINT "), events: len(r.group.events)})
+	case r.group.open && strings.HasPrefix(stmt, "ROLLBACK TO "):
+		// Logged only when the transaction also changed a non-transactional
+		// table after the savepoint: the outbox rows between the savepoint
+		// and here are in the binlog but were rolled back.
+		r.group.rollbackTo(savepointName(strings.Replace(stmt, "ROLLBACK TO SAVEPOINT ", "ROLLBACK TO ", 1), "ROLLBACK TO "))
+	case r.group.began && strings.HasPrefix(stmt, "XA COMMIT"):
+		// XA COMMIT ... ONE PHASE: the transaction commits in this group.
+		tx, ok := r.commit(h, true)
+		return tx, ok, nil
+	case r.group.began && strings.HasPrefix(stmt, "XA ROLLBACK"):
+		tx, ok := r.commit(h, false)
+		return tx, ok, nil
+	case stmt == "COMMIT":
+		tx, ok := r.commit(h, true)
+		return tx, ok, nil
+	case stmt == "ROLLBACK":
+		// Only a transaction that changed a non-transactional table is
+		// logged with ROLLBACK; its outbox rows (InnoDB) were undone.
+		tx, ok := r.commit(h, false)
+		return tx, ok, nil
+	case r.group.began && !r.group.standalone, strings.HasPrefix(stmt, "XA END"):
+		// A statement inside BEGIN ... COMMIT (SAVEPOINT and the like) or
+		// XA START ... XA END.
+	default:
+		// DDL and other statements that are their own transaction, such as
+		// an ALTER TABLE outbox_events: the next table map tells its
+		// result.
+		if !r.group.open {
+			r.begin()
+		}
+		tx, ok := r.commit(h, false)
+		return tx, ok, nil
+	}
+	return Tx{}, false, nil
+}
+
+// savepointName returns the savepoint named after prefix in stmt, unquoted
+// (stmt is upper case, as savepoint names compare case-insensitively).
+func savepointName(stmt, prefix string) string {
+	name := strings.TrimSpace(strings.TrimPrefix(stmt, prefix))
+	if len(name) >= 2 && name[0] == '`' && name[len(name)-1] == '`' {
+		name = strings.ReplaceAll(name[1:len(name)-1], "``", "`")
+	}
+	return name
+}
+
+// rollbackTo drops the events inserted after the savepoint name, and the
+// savepoints set after it.
+func (g *group) rollbackTo(name string) {
+	for i := len(g.savepoints) - 1; i >= 0; i-- {
+		if sp := g.savepoints[i]; sp.name == name {
+			g.events = g.events[:sp.events]
+			g.savepoints = g.savepoints[:i+1]
+			return
+		}
+	}
+}
+
+// rows decodes the inserts into the outbox; other rows events were left
+// undecoded by decodeRows.
+func (r *Reader) rows(e *replication.RowsEvent) error {
+	if e.Type() != replication.EnumRowsEventTypeInsert || !r.isOutbox(e.Table) {
+		return nil
+	}
+	if r.columns == nil || r.columns.table != e.Table {
+		ix, err := newColumnIndex(e.Table)
+		if err != nil {
+			return fmt.Errorf("binlog: decode %s.%s: %w", r.schema, outboxTable, err)
+		}
+		r.columns = ix
+	}
+	if err := r.columns.checkPresent(e); err != nil {
+		return fmt.Errorf("binlog: decode %s.%s: %w", r.schema, outboxTable, err)
+	}
+	if !r.group.open {
+		r.begin()
+	}
+	for _, row := range e.Rows {
+		ev, err := r.columns.event(row)
+		if err != nil {
+			return fmt.Errorf("binlog: decode %s.%s after %s: %w", r.schema, outboxTable, r.cur.position(), err)
+		}
+		r.group.events = append(r.group.events, ev)
+	}
+	return nil
+}
+
+// isOutbox reports whether tm is the outbox table of the reader's database.
+func (r *Reader) isOutbox(tm *replication.TableMapEvent) bool {
+	return tm != nil && string(tm.Table) == outboxTable && string(tm.Schema) == r.schema
+}
+
+// commit ends the open group at the event h: the cursor moves past it, and
+// with deliver its events make a Tx. A group without events makes a
+// heartbeat when one is due.
+func (r *Reader) commit(h *replication.EventHeader, deliver bool) (Tx, bool) {
+	g := r.group
+	r.group = group{}
+	if g.mariadb != nil && r.cur.kind == kindMariaDB {
+		r.cur.mariadb.add(*g.mariadb)
+	}
+	if g.mysql != nil && r.cur.kind == kindMySQL {
+		r.cur.mysql.AddGTIDWithTag(g.mysql.sid, g.mysql.tag, g.mysql.gno)
+	}
+	if h.LogPos > 0 {
+		r.cur.offset = h.LogPos
+	}
+	r.cur.commit = g.commitTime
+	if r.cur.commit.IsZero() {
+		r.cur.commit = time.Unix(int64(h.Timestamp), 0).UTC()
+	}
+	r.cur.moved = true
+	r.reconnects = 0
+	r.lag.read(r.cur.file, r.cur.offset, r.cur.commit)
+	if deliver && len(g.events) > 0 {
+		return Tx{Events: g.events, Position: r.cur.position(), CommitTime: r.cur.commit}, true
+	}
+	if time.Since(r.lastReturn) >= r.cfg.HeartbeatPeriod {
+		return r.heartbeat(), true
+	}
+	return Tx{}, false
+}
+
+// endXAPrepare ends the first half of an XA transaction. Its rows are
+// committed or rolled back later by an XA COMMIT or XA ROLLBACK that
+// carries no rows, so the stream cannot tell whether they count: they are
+// skipped here and, unpublished, left to the polling path.
+func (r *Reader) endXAPrepare(h *replication.EventHeader) (Tx, bool, error) {
+	if n := len(r.group.events); n > 0 {
+		r.cfg.Logger.Warn("binlog: outbox events of an XA transaction skipped; the polling path publishes them",
+			slog.Int("events", n), slog.String("position", r.cur.position().String()))
+	}
+	tx, ok := r.commit(h, false)
+	return tx, ok, nil
+}
+
+// heartbeat is a Tx without events at the cursor.
+func (r *Reader) heartbeat() Tx {
+	return Tx{Position: r.cur.position(), CommitTime: r.cur.commit}
+}
