@@ -145,7 +145,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	db.register(cmd, env)
 	kf.register(cmd, env)
 	f := cmd.Flags()
-	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id written to locked_by (default <hostname>-<pid>)")
+	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id, the owner of its buckets in outbox_buckets (default <hostname>-<pid>)")
 	f.IntVar(&svc.Relay.BatchSize, "batch-size", relay.BatchSizeDefault, "events per claim")
 	f.DurationVar(&svc.Relay.Lease, "lease", relay.LeaseDefault, "how long the relay's buckets stay its own without renewal (takeover time after a crash)")
 	f.DurationVar(&svc.Relay.PollInterval, "poll-interval", relay.PollIntervalDefault, "wait after a claim that found nothing")

@@ -1,4 +1,4 @@
-// Package postgres is herald's dialect for PostgreSQL 13+: the SQL
+// Package postgres is herald's dialect for PostgreSQL 14+: the SQL
 // primitives of store.Dialect, and opening connections (pgx through
 // database/sql) that agree with Go on time. It decides nothing; package
 // store does.
