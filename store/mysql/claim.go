@@ -2,10 +2,10 @@ package mysql
 
 import (
 	"context"
-	"hash/crc32"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"time"
 
