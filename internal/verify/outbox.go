@@ -14,7 +14,6 @@ type Row struct {
 	Quarantined bool
 	Discarded   bool
 	Attempts    uint32
-	LockedBy    string
 	ErrorClass  string
 	LastError   string
 	// NextAttemptAt is the lease expiry, retry time or park time; zero when
@@ -31,7 +30,7 @@ type Row struct {
 func LoadOutbox(ctx context.Context, db *sql.DB) ([]Row, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq,
 		published_at IS NOT NULL, quarantined_at IS NOT NULL, discarded_at IS NOT NULL, attempts,
-		COALESCE(locked_by, ''), COALESCE(error_class, ''), COALESCE(last_error, ''),
+		COALESCE(error_class, ''), COALESCE(last_error, ''),
 		CASE WHEN next_attempt_at < '9000-01-01' THEN next_attempt_at END
 		FROM outbox_events`)
 	if err != nil {
@@ -43,7 +42,7 @@ func LoadOutbox(ctx context.Context, db *sql.DB) ([]Row, error) {
 		var r Row
 		var next sql.NullTime
 		if err := rows.Scan(&r.ID, &r.AggregateType, &r.AggregateID, &r.Seq, &r.Published, &r.Quarantined,
-			&r.Discarded, &r.Attempts, &r.LockedBy, &r.ErrorClass, &r.LastError, &next); err != nil {
+			&r.Discarded, &r.Attempts, &r.ErrorClass, &r.LastError, &next); err != nil {
 			return nil, fmt.Errorf("read outbox_events: %w", err)
 		}
 		r.NextAttemptAt, r.Never = next.Time, !next.Valid
