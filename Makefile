@@ -1,10 +1,10 @@
-# herald: make up | test | test-cluster | drill | demo | down | reset
+# herald: make up | test | test-cluster | drill | drill-postgres | demo | down | reset
 # Every target that needs servers starts them first (stack/up.sh is idempotent).
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: up down reset test test-cluster build vet drill demo
+.PHONY: up down reset test test-cluster build vet drill drill-postgres demo
 
 up:
 	stack/up.sh
@@ -47,6 +47,14 @@ DRILL_EVENTS ?= 300
 DRILL ?= all
 drill: up build
 	bin/herald drill --drill $(DRILL) --events $(DRILL_EVENTS) --report docs/drills/latest.json
+
+# The same drills with PostgreSQL as the database: its restart (stack/node.sh
+# stop|start postgres) in place of MariaDB's. Writes
+# docs/drills/latest-postgres.md (committed) and latest-postgres.json.
+DRILL_POSTGRES_URL ?= postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable
+drill-postgres: up build
+	bin/herald drill --drill $(DRILL) --events $(DRILL_EVENTS) --database-url '$(DRILL_POSTGRES_URL)' \
+		--report docs/drills/latest-postgres.json
 
 # The pipeline with a steady load and no fault, on one live status line.
 DEMO_DURATION ?= 1m

@@ -58,7 +58,7 @@ func BenchmarkConsumer(b *testing.B) {
 			})
 		}},
 		{"tx_no_inbox", 0, func(b *testing.B, db *sql.DB, topic string, done *atomic.Int64) func(context.Context) error {
-			handler := recordApplied("bench")
+			handler := recordApplied(mysql.Dialect{}, "bench")
 			return plainConsumer(b, brokers, topic, func(ctx context.Context, recs []*kgo.Record) int {
 				ev, err := registry.Decode(recs[0].Value)
 				if err != nil {
@@ -88,7 +88,7 @@ func BenchmarkConsumer(b *testing.B) {
 		}{"inbox_batch_" + strconv.Itoa(batch), batch, func(b *testing.B, db *sql.DB, topic string, done *atomic.Int64) func(context.Context) error {
 			name := fmt.Sprintf("bench-%d", batch)
 			deleteTopicAtCleanup(b, brokers, kafka.DLQTopicName(topic, name))
-			apply := recordApplied("bench")
+			apply := recordApplied(mysql.Dialect{}, "bench")
 			c, err := inbox.New(inbox.Config{
 				Dialect:      mysql.Dialect{},
 				ConsumerName: name, Brokers: brokers, Topics: []string{topic}, Group: topic, DB: db,
@@ -113,7 +113,7 @@ func BenchmarkConsumer(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				db := testenv.NewHeraldDatabase(b)
-				createAppliedTable(b, db.DB)
+				createAppliedTable(b, db)
 				db.DB.SetMaxOpenConns(32)
 				db.DB.SetMaxIdleConns(32)
 				topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})

@@ -41,7 +41,7 @@ func TestPoisonRecordsAreDeadLettered(t *testing.T) {
 
 func testPoisonRecords(t *testing.T, batchSize int) {
 	db := testenv.NewHeraldDatabase(t)
-	createAppliedTable(t, db.DB)
+	createAppliedTable(t, db)
 	brokers := testenv.KafkaBrokers(t)
 	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 1})
 	consumerName := "poison-test"
@@ -72,7 +72,7 @@ func testPoisonRecords(t *testing.T, batchSize int) {
 		{string(c), ""},
 	}
 	var handlerCalls atomic.Int64
-	handler := recordApplied("")
+	handler := recordApplied(mysql.Dialect{}, "")
 	cons, err := inbox.New(inbox.Config{
 		Dialect:      mysql.Dialect{},
 		ConsumerName: consumerName,
@@ -215,12 +215,12 @@ func readAll(t *testing.T, brokers []string, topic string, n int) []*kgo.Record 
 // dead-lettered, and the retries are counted as transient.
 func TestTransientErrorsAreRetriedWithoutLimit(t *testing.T) {
 	db := testenv.NewHeraldDatabase(t)
-	createAppliedTable(t, db.DB)
+	createAppliedTable(t, db)
 	brokers := testenv.KafkaBrokers(t)
 	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{})
 	deleteTopicAtCleanup(t, brokers, kafka.DLQTopicName(topic, "transient"))
 	var calls atomic.Int64
-	apply := recordApplied("")
+	apply := recordApplied(mysql.Dialect{}, "")
 	cons, err := inbox.New(inbox.Config{
 		Dialect:      mysql.Dialect{},
 		ConsumerName: "transient", Brokers: brokers, Topics: []string{topic}, Group: topic, DB: db.DB,
@@ -250,7 +250,7 @@ func TestTransientErrorsAreRetriedWithoutLimit(t *testing.T) {
 // records stamped at or after it, under a rate limit.
 func TestStartAtReplaysIntoANewGroup(t *testing.T) {
 	db := testenv.NewHeraldDatabase(t)
-	createAppliedTable(t, db.DB)
+	createAppliedTable(t, db)
 	brokers := testenv.KafkaBrokers(t)
 	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{})
 	deleteTopicAtCleanup(t, brokers, kafka.DLQTopicName(topic, "replay"))
@@ -269,7 +269,7 @@ func TestStartAtReplaysIntoANewGroup(t *testing.T) {
 	cons, err := inbox.New(inbox.Config{
 		Dialect:      mysql.Dialect{},
 		ConsumerName: "replay", Brokers: brokers, Topics: []string{topic}, Group: topic + "-replay", DB: db.DB,
-		Registry: contract.NewRegistry(), Handler: recordApplied(""), Logger: testLogger(t),
+		Registry: contract.NewRegistry(), Handler: recordApplied(mysql.Dialect{}, ""), Logger: testLogger(t),
 		StartAt:   base.Add(3 * time.Minute),
 		RateLimit: 100,
 	})

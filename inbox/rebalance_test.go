@@ -12,7 +12,6 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestRebalanceAppliesEveryEventOnce runs 10,000 events over 12 partitions
@@ -24,9 +23,13 @@ import (
 // whose transaction had not committed. One instance uses one record per
 // transaction, the other batches.
 func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
+	testenv.OnEachServer(t, testRebalanceAppliesEveryEventOnce)
+}
+
+func testRebalanceAppliesEveryEventOnce(t *testing.T, server testenv.Server) {
 	const events = 10_000
-	db := testenv.NewHeraldDatabase(t)
-	createAppliedTable(t, db.DB)
+	db := testenv.NewHeraldDatabaseOn(t, server)
+	createAppliedTable(t, db)
 	brokers := testenv.KafkaBrokers(t)
 	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 12})
 	group := topic + "-group"
@@ -34,9 +37,9 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 
 	newInstance := func(name string, batch int) *inbox.Consumer {
 		c, err := inbox.New(inbox.Config{
-			Dialect:      mysql.Dialect{},
+			Dialect:      db.Dialect,
 			ConsumerName: "rebalance", Brokers: brokers, Topics: []string{topic}, Group: group,
-			DB: db.DB, Registry: contract.NewRegistry(), Handler: recordApplied(name),
+			DB: db.DB, Registry: contract.NewRegistry(), Handler: recordApplied(db.Dialect, name),
 			BatchSize: batch, SessionTimeout: 6 * time.Second, Logger: testLogger(t),
 		})
 		if err != nil {
@@ -68,7 +71,7 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 	}
 	firstHalf := produce(0, events/2)
 
-	applied := func() int64 { return countRows(t, db.DB, "SELECT COUNT(*) FROM applied") }
+	applied := func() int64 { return int64(db.Count(t, "SELECT COUNT(*) FROM applied")) }
 	testenv.Eventually(t, 2*time.Minute, "2,000 events applied by the first instance", func() bool { return applied() >= 2000 })
 
 	// The second instance joins while the first half is still being
@@ -79,7 +82,7 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "the second instance to be assigned partitions", func() bool { return len(b.Stats().Assigned) > 0 })
 	secondHalf := produce(events/2, events)
 	testenv.Eventually(t, time.Minute, "the second instance to apply events", func() bool {
-		return countRows(t, db.DB, "SELECT COUNT(*) FROM applied WHERE consumer = 'b'") >= 200
+		return db.Count(t, "SELECT COUNT(*) FROM applied WHERE consumer = 'b'") >= 200
 	})
 	stopB() // leaves the group: the first instance takes its partitions back
 	atLeave := applied()
@@ -95,13 +98,13 @@ func TestRebalanceAppliesEveryEventOnce(t *testing.T) {
 	})
 
 	var total, distinct, byB int64
-	if err := db.DB.QueryRow("SELECT COUNT(*), COUNT(DISTINCT event_id), SUM(consumer = 'b') FROM applied").Scan(&total, &distinct, &byB); err != nil {
+	if err := db.DB.QueryRow("SELECT COUNT(*), COUNT(DISTINCT event_id), SUM(CASE WHEN consumer = 'b' THEN 1 ELSE 0 END) FROM applied").Scan(&total, &distinct, &byB); err != nil {
 		t.Fatal(err)
 	}
 	if total != events || distinct != events {
 		t.Errorf("applied rows %d, distinct events %d; want %d of each", total, distinct, events)
 	}
-	if n := countRows(t, db.DB, "SELECT COUNT(*) FROM consumed_events"); n != events {
+	if n := db.Count(t, "SELECT COUNT(*) FROM consumed_events"); n != events {
 		t.Errorf("consumed_events has %d rows, want %d", n, events)
 	}
 	if atLeave >= events {

@@ -14,7 +14,6 @@ import (
 	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestConsumerOverSASLSSL: an inbox consumer on the stack's SASL_SSL
@@ -31,7 +30,7 @@ func TestConsumerOverSASLSSL(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := testenv.NewHeraldDatabase(t)
-	createAppliedTable(t, db.DB)
+	createAppliedTable(t, db)
 	brokers := testenv.KafkaBrokers(t)
 	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 3})
 	consumerName := "secured"
@@ -58,7 +57,7 @@ func TestConsumerOverSASLSSL(t *testing.T) {
 	consume := func(group string) {
 		t.Helper()
 		cons, err := inbox.New(inbox.Config{
-			ConsumerName: consumerName, Dialect: mysql.Dialect{}, Brokers: k.SASLBrokers, KafkaOptions: opts,
+			ConsumerName: consumerName, Dialect: db.Dialect, Brokers: k.SASLBrokers, KafkaOptions: opts,
 			Topics: []string{topic}, Group: group, DB: db.DB, Registry: contract.NewRegistry(),
 			MaxAttempts: 2, RetryBackoff: time.Millisecond, RetryBackoffMax: 5 * time.Millisecond,
 			Logger: testLogger(t),
@@ -66,7 +65,7 @@ func TestConsumerOverSASLSSL(t *testing.T) {
 				if m.Payload.(contract.OrderCreatedV1).OrderID == poisonOrder {
 					return errors.New("the warehouse refuses this order")
 				}
-				return recordApplied(group)(ctx, tx, m)
+				return recordApplied(db.Dialect, group)(ctx, tx, m)
 			}),
 		})
 		if err != nil {

@@ -1,11 +1,13 @@
 // Package migrations holds herald's versioned schema (embedded SQL applied
-// with pressly/goose) and the small runner the examples reuse for their own
-// tables.
+// with pressly/goose), one set of files per database (sql/ for MySQL and
+// MariaDB, postgres/ for PostgreSQL, the same versions and logical schema),
+// and the small runner the examples reuse for their own tables.
 //
+// The runner asks the server which database it is, so one call serves both.
 // Applying is idempotent and safe to run from several processes at once (a
-// MySQL named lock serializes them). A database whose schema is newer than
-// the running binary is refused, so an old relay never runs against tables it
-// does not understand.
+// MySQL named lock, or a PostgreSQL advisory lock, serializes them). A
+// database whose schema is newer than the running binary is refused, so an
+// old relay never runs against tables it does not understand.
 package migrations
 
 import (
@@ -14,17 +16,20 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/pressly/goose/v3"
 )
 
-//go:embed sql/*.sql
+//go:embed sql/*.sql postgres/*.sql
 var heraldSQL embed.FS
 
 // Herald is herald's own schema: the outbox and the inbox tables.
-var Herald = Set{Name: "herald", Table: "herald_schema_migrations", FS: mustSub(heraldSQL, "sql")}
+var Herald = Set{Name: "herald", Table: "herald_schema_migrations",
+	FS: mustSub(heraldSQL, "sql"), PostgresFS: mustSub(heraldSQL, "postgres")}
 
 // ErrSchemaTooNew is returned when the database was migrated by a newer
 // binary than this one.
@@ -36,8 +41,31 @@ type Set struct {
 	Name string
 	// Table records the applied versions.
 	Table string
-	// FS holds NNNNN_name.sql files at its root.
+	// FS holds NNNNN_name.sql files at its root, for MySQL and MariaDB.
 	FS fs.FS
+	// PostgresFS holds the same migrations for PostgreSQL; nil when the set
+	// has none (applying it to PostgreSQL then fails).
+	PostgresFS fs.FS
+}
+
+// Server kinds the runner tells apart.
+const (
+	serverMySQL    = "mysql"
+	serverPostgres = "postgres"
+)
+
+// serverKind asks db which database it is: PostgreSQL's version() starts
+// with "PostgreSQL", MySQL's and MariaDB's with a number. Asking the server
+// instead of the driver serves any driver a caller opened db with.
+func serverKind(ctx context.Context, db *sql.DB) (string, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+		return "", fmt.Errorf("read server version: %w", err)
+	}
+	if strings.HasPrefix(version, "PostgreSQL") {
+		return serverPostgres, nil
+	}
+	return serverMySQL, nil
 }
 
 // Status is where a database stands relative to a Set.
@@ -61,7 +89,11 @@ type MigrationStatus struct {
 // (none when the database was current).
 func (s Set) Up(ctx context.Context, db *sql.DB) ([]int64, error) {
 	var applied []int64
-	err := s.withLock(ctx, db, func(p *goose.Provider) error {
+	kind, err := serverKind(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", s.Name, err)
+	}
+	err = s.withLock(ctx, db, kind, func(p *goose.Provider) error {
 		if err := s.checkNotNewer(ctx, p); err != nil {
 			return err
 		}
@@ -79,7 +111,11 @@ func (s Set) Up(ctx context.Context, db *sql.DB) ([]int64, error) {
 
 // Status reports which migrations of s are applied to db.
 func (s Set) Status(ctx context.Context, db *sql.DB) (Status, error) {
-	p, err := s.provider(db)
+	kind, err := serverKind(ctx, db)
+	if err != nil {
+		return Status{}, fmt.Errorf("%s migration status: %w", s.Name, err)
+	}
+	p, err := s.provider(db, kind)
 	if err != nil {
 		return Status{}, err
 	}
@@ -138,8 +174,15 @@ func (s Set) tooNew(current, latest int64) error {
 		ErrSchemaTooNew, s.Name, current, latest)
 }
 
-func (s Set) provider(db *sql.DB) (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectMySQL, db, s.FS,
+func (s Set) provider(db *sql.DB, kind string) (*goose.Provider, error) {
+	dialect, fsys := goose.DialectMySQL, s.FS
+	if kind == serverPostgres {
+		dialect, fsys = goose.DialectPostgres, s.PostgresFS
+		if fsys == nil {
+			return nil, fmt.Errorf("%s migrations: none for PostgreSQL", s.Name)
+		}
+	}
+	p, err := goose.NewProvider(dialect, db, fsys,
 		goose.WithTableName(s.Table), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return nil, fmt.Errorf("load %s migrations: %w", s.Name, err)
@@ -147,29 +190,64 @@ func (s Set) provider(db *sql.DB) (*goose.Provider, error) {
 	return p, nil
 }
 
-// withLock runs fn while holding a MySQL named lock, so that several
-// processes migrating at start-up apply each migration once.
-func (s Set) withLock(ctx context.Context, db *sql.DB, fn func(*goose.Provider) error) error {
+// lockWait is how long a migrator waits for another one to finish.
+const lockWait = 60 * time.Second
+
+// withLock runs fn while holding a lock on the server (a MySQL named lock, a
+// PostgreSQL session advisory lock), so that several processes migrating at
+// start-up apply each migration once.
+func (s Set) withLock(ctx context.Context, db *sql.DB, kind string, fn func(*goose.Provider) error) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", s.Name, err)
 	}
 	defer conn.Close()
 	lockName := "herald_migrate_" + s.Table
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", lockName).Scan(&got); err != nil {
-		return fmt.Errorf("migrate %s: take lock: %w", s.Name, err)
+	release, err := takeLock(ctx, conn, kind, lockName)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.Name, err)
 	}
-	if got.Int64 != 1 {
-		return fmt.Errorf("migrate %s: another process held the migration lock for 60 s", s.Name)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lockName)
+	defer release()
 
-	p, err := s.provider(db)
+	p, err := s.provider(db, kind)
 	if err != nil {
 		return err
 	}
 	return fn(p)
+}
+
+// takeLock takes the migration lock called name on conn, waiting up to
+// lockWait, and returns its release.
+func takeLock(ctx context.Context, conn *sql.Conn, kind, name string) (release func(), err error) {
+	if kind == serverPostgres {
+		// An advisory lock is keyed by a number: the name's 64-bit FNV hash.
+		// It is the session's, so it ends with conn even if the release is
+		// never sent.
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		key := int64(h.Sum64())
+		waitCtx, cancel := context.WithTimeout(ctx, lockWait)
+		defer cancel()
+		if _, err := conn.ExecContext(waitCtx, "SELECT pg_advisory_lock($1)", key); err != nil {
+			if waitCtx.Err() != nil && ctx.Err() == nil {
+				return nil, fmt.Errorf("another process held the migration lock for %v", lockWait)
+			}
+			return nil, fmt.Errorf("take lock: %w", err)
+		}
+		return func() {
+			conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+		}, nil
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", name, int(lockWait.Seconds())).Scan(&got); err != nil {
+		return nil, fmt.Errorf("take lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		return nil, fmt.Errorf("another process held the migration lock for %v", lockWait)
+	}
+	return func() {
+		conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", name)
+	}, nil
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,7 +12,11 @@ import (
 )
 
 func TestUpIsIdempotent(t *testing.T) {
-	d := testenv.NewDatabase(t)
+	testenv.OnEachServer(t, testUpIsIdempotent)
+}
+
+func testUpIsIdempotent(t *testing.T, server testenv.Server) {
+	d := testenv.NewDatabaseOn(t, server)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -43,21 +48,34 @@ func TestUpIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestConcurrentUpAppliesOnce: four migrators at once apply each migration
+// once (a MySQL named lock, a PostgreSQL advisory lock).
 func TestConcurrentUpAppliesOnce(t *testing.T) {
-	d := testenv.NewDatabase(t)
+	testenv.OnEachServer(t, testConcurrentUpAppliesOnce)
+}
+
+func testConcurrentUpAppliesOnce(t *testing.T, server testenv.Server) {
+	d := testenv.NewDatabaseOn(t, server)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	errs := make(chan error, 4)
+	type result struct {
+		applied []int64
+		err     error
+	}
+	results := make(chan result, 4)
 	for range 4 {
 		go func() {
-			_, err := migrations.Herald.Up(ctx, d.DB)
-			errs <- err
+			applied, err := migrations.Herald.Up(ctx, d.DB)
+			results <- result{applied, err}
 		}()
 	}
+	var applied []int64
 	for range 4 {
-		if err := <-errs; err != nil {
-			t.Errorf("concurrent Up: %v", err)
+		r := <-results
+		if r.err != nil {
+			t.Errorf("concurrent Up: %v", r.err)
 		}
+		applied = append(applied, r.applied...)
 	}
 	st, err := migrations.Herald.Status(ctx, d.DB)
 	if err != nil {
@@ -66,15 +84,22 @@ func TestConcurrentUpAppliesOnce(t *testing.T) {
 	if st.Current != st.Latest {
 		t.Errorf("after concurrent Up: version %d, want %d", st.Current, st.Latest)
 	}
+	if len(applied) != int(st.Latest) {
+		t.Errorf("the migrators applied %v between them, want each of the %d migrations once", applied, st.Latest)
+	}
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
+	testenv.OnEachServer(t, testNewerSchemaIsRefused)
+}
+
+func testNewerSchemaIsRefused(t *testing.T, server testenv.Server) {
+	d := testenv.NewHeraldDatabaseOn(t, server)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A newer herald recorded a migration this binary does not have.
 	if _, err := d.DB.ExecContext(ctx,
-		"INSERT INTO "+migrations.Herald.Table+" (version_id, is_applied) VALUES (9999, 1)"); err != nil {
+		"INSERT INTO "+migrations.Herald.Table+" (version_id, is_applied) VALUES (9999, TRUE)"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := migrations.Herald.Up(ctx, d.DB)
@@ -84,5 +109,57 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	t.Logf("refused with: %v", err)
 	if err := migrations.Herald.Check(ctx, d.DB); !errors.Is(err, migrations.ErrSchemaTooNew) {
 		t.Errorf("Check on a newer schema: got %v, want ErrSchemaTooNew", err)
+	}
+}
+
+// TestSchemasMatch: the PostgreSQL migrations are the MySQL ones, version
+// for version and name for name, and they create the same tables and
+// columns.
+func TestSchemasMatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	columns := map[testenv.Server]map[string][]string{}
+	names := map[testenv.Server][]string{}
+	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
+		d := testenv.NewHeraldDatabaseOn(t, server)
+		st, err := migrations.Herald.Status(ctx, d.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range st.Migrations {
+			names[server] = append(names[server], fmt.Sprintf("%d %s", m.Version, m.Name))
+		}
+		rows, err := d.DB.QueryContext(ctx, `SELECT table_name, column_name FROM information_schema.columns
+			WHERE table_schema = `+map[testenv.Server]string{testenv.MariaDB: "DATABASE()", testenv.PostgreSQL: "current_schema()"}[server]+`
+			ORDER BY table_name, column_name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		columns[server] = map[string][]string{}
+		for rows.Next() {
+			var table, column string
+			if err := rows.Scan(&table, &column); err != nil {
+				t.Fatal(err)
+			}
+			columns[server][table] = append(columns[server][table], column)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if fmt.Sprint(names[testenv.MariaDB]) != fmt.Sprint(names[testenv.PostgreSQL]) {
+		t.Errorf("migrations differ:\n mysql    %v\n postgres %v", names[testenv.MariaDB], names[testenv.PostgreSQL])
+	}
+	for table, cols := range columns[testenv.MariaDB] {
+		if table == migrations.Herald.Table {
+			continue // goose's own table differs by dialect
+		}
+		if got := columns[testenv.PostgreSQL][table]; fmt.Sprint(got) != fmt.Sprint(cols) {
+			t.Errorf("table %s: postgres columns %v, mysql %v", table, got, cols)
+		}
+	}
+	if len(columns[testenv.PostgreSQL]) != len(columns[testenv.MariaDB]) {
+		t.Errorf("postgres has %d tables, mysql %d", len(columns[testenv.PostgreSQL]), len(columns[testenv.MariaDB]))
 	}
 }

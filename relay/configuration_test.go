@@ -65,16 +65,16 @@ func TestRefusedTopicIsAConfigurationFailure(t *testing.T) {
 	}
 	stop()
 
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined for a refused topic", n)
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_failures"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_failures"); n > 0 {
 		t.Errorf("%d failures logged against events for a refused topic", n)
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE attempts > 0"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE attempts > 0"); n > 0 {
 		t.Errorf("%d events were charged an attempt", n)
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = ?", kafka.ClassConfiguration); n == 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE error_class = ?", kafka.ClassConfiguration); n == 0 {
 		t.Error("no event records the configuration failure that stopped it")
 	}
 	stopped := 0

@@ -47,12 +47,16 @@ type death struct {
 // by another relay (a higher epoch) and its events published; kcat finds
 // nothing lost and every aggregate in order.
 func TestKilledRelaysLoseNothing(t *testing.T) {
+	testenv.OnEachServer(t, testKilledRelaysLoseNothing)
+}
+
+func testKilledRelaysLoseNothing(t *testing.T, server testenv.Server) {
 	const (
 		backlog    = 6_000
 		aggregates = 200
 		lease      = 2 * time.Second
 	)
-	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
+	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 6})
 	e.preload(t, backlog, aggregates)
 
 	slots := []*slot{
@@ -81,7 +85,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 
 	// ownedBy lists the buckets a relay id owns, with their epochs.
 	ownedBy := func(relayID string) map[int]uint64 {
-		rows, err := e.db.DB.Query("SELECT bucket, epoch FROM outbox_buckets WHERE owner = ?", relayID)
+		rows, err := e.db.DB.Query(e.db.SQL("SELECT bucket, epoch FROM outbox_buckets WHERE owner = ?"), relayID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +144,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 			writers = append(writers, e.startLiveWriter(ctx, aggregates, 500))
 			return false, fmt.Sprintf("%d deaths", len(deaths))
 		}
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d deaths, %d unpublished", len(deaths), n)
 	})
 	var rolledBack []string
@@ -164,7 +168,7 @@ func TestKilledRelaysLoseNothing(t *testing.T) {
 		}
 		for b, epoch := range d.buckets {
 			var now uint64
-			if err := e.db.DB.QueryRow("SELECT epoch FROM outbox_buckets WHERE bucket = ?", b).Scan(&now); err != nil {
+			if err := e.db.DB.QueryRow(e.db.SQL("SELECT epoch FROM outbox_buckets WHERE bucket = ?"), b).Scan(&now); err != nil {
 				t.Fatal(err)
 			}
 			if now <= epoch {

@@ -25,8 +25,12 @@ import (
 // set — and none is quarantined for a transient outage; once the brokers
 // are back every event arrives, in order, as kcat confirms.
 func TestDisruptiveKafkaOutage(t *testing.T) {
+	testenv.OnEachServer(t, testKafkaOutage)
+}
+
+func testKafkaOutage(t *testing.T, server testenv.Server) {
 	const outage = 30 * time.Second
-	e := newEnv(t, testenv.TopicOptions{Partitions: 12})
+	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 12})
 	nodes := brokerNodes(t, e.brokers)
 	root := testenv.RepoRoot(t)
 	t.Logf("broker nodes: %v", nodes)
@@ -58,25 +62,26 @@ func TestDisruptiveKafkaOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, outage, "publication failures recorded", func() (bool, string) {
-		n := count(t, e.db.DB, `SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND attempts > 0
+		n := e.db.Count(t, `SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND attempts > 0
 			AND error_class IN ('timeout', 'broker_unavailable') AND last_error <> ''`)
 		return n > 0, "no failed attempt recorded yet"
 	})
 	// The rest of the outage, watched: a transient outage quarantines nothing.
 	testenv.WaitFor(t, outage+time.Minute, "the end of the outage", func() (bool, string) {
-		if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+		if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 			t.Fatalf("%d events quarantined %v into a transient outage", n, time.Since(down).Round(time.Second))
 		}
 		return time.Since(down) >= outage, ""
 	})
 	var maxAttempts int
-	var classes, sample string
-	if err := e.db.DB.QueryRow(`SELECT MAX(attempts), GROUP_CONCAT(DISTINCT error_class), MAX(last_error)
-		FROM outbox_events WHERE published_at IS NULL AND error_class <> 'held'`).Scan(&maxAttempts, &classes, &sample); err != nil {
+	var sample string
+	if err := e.db.DB.QueryRow(`SELECT MAX(attempts), MAX(last_error)
+		FROM outbox_events WHERE published_at IS NULL AND error_class <> 'held'`).Scan(&maxAttempts, &sample); err != nil {
 		t.Fatal(err)
 	}
+	classes := e.db.Strings(t, `SELECT DISTINCT error_class FROM outbox_events WHERE published_at IS NULL AND error_class <> 'held'`)
 	t.Logf("after %v down: up to %d attempts, classes %s, e.g. last_error %q", time.Since(down).Round(time.Second), maxAttempts, classes, sample)
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined during a transient outage", n)
 	}
 
@@ -93,10 +98,10 @@ func TestDisruptiveKafkaOutage(t *testing.T) {
 		t.Fatalf("relay exited during the outage: %v", p.Exit())
 	}
 	stop(t, p)
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined for a transient outage", n)
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_failures WHERE error_class IN ('timeout', 'broker_unavailable')"); n == 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_failures WHERE error_class IN ('timeout', 'broker_unavailable')"); n == 0 {
 		t.Error("the failure log holds no timeout or broker_unavailable attempt")
 	}
 	e.verifyTopic(t, nil, nil)
@@ -230,7 +235,7 @@ func TestDisruptiveStreamRidesOutages(t *testing.T) {
 	down := time.Now()
 	write(300, 2000)
 	testenv.WaitFor(t, outage+time.Minute, "the end of the outage", func() (bool, string) {
-		if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+		if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 			t.Fatalf("%d events quarantined %v into a transient outage", n, time.Since(down).Round(time.Second))
 		}
 		return time.Since(down) >= outage, ""
@@ -248,7 +253,7 @@ func TestDisruptiveStreamRidesOutages(t *testing.T) {
 		t.Errorf("the stream read %v events (%v), want all 900", streamed, err)
 	}
 	stop(t, p)
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined", n)
 	}
 	e.verifyTopic(t, nil, nil)

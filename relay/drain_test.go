@@ -47,7 +47,7 @@ func TestThreeRelaysDrainWhileWriting(t *testing.T) {
 				t.Fatalf("%s exited: %v\n%s", p.Name, p.Exit(), p.Tail(20))
 			}
 		}
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return writerDoneAt > 0 && n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	committed, rolledBack := lw.wait(t)
@@ -67,7 +67,7 @@ func TestThreeRelaysDrainWhileWriting(t *testing.T) {
 	}
 	stop(t, relays...)
 
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events"); n != backlog+committed {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events"); n != backlog+committed {
 		t.Errorf("outbox holds %d events, want %d committed", n, backlog+committed)
 	}
 	e.verifyTopic(t, nil, rolledBack)

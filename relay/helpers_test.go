@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -16,7 +15,6 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func TestMain(m *testing.M) {
@@ -36,15 +34,22 @@ type env struct {
 
 func newEnv(t *testing.T, topic testenv.TopicOptions) *env {
 	t.Helper()
+	return newEnvOn(t, testenv.MariaDB, topic)
+}
+
+// newEnvOn is newEnv on a database of server. The tests that prove the
+// relay's guarantees run on each server (testenv.OnEachServer) with the
+// same checks; the others stay on MariaDB, the relay's logic being the
+// same Go over either dialect.
+func newEnvOn(t *testing.T, server testenv.Server, topic testenv.TopicOptions) *env {
+	t.Helper()
 	brokers := testenv.KafkaBrokers(t)
-	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
+	db := testenv.NewHeraldDatabaseOn(t, server)
+	w, err := outbox.NewWriter(outbox.Config{Dialect: db.Dialect})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{
-		db: testenv.NewHeraldDatabase(t), brokers: brokers,
-		topic: testenv.NewTopic(t, brokers, topic), writer: w,
-	}
+	return &env{db: db, brokers: brokers, topic: testenv.NewTopic(t, brokers, topic), writer: w}
 }
 
 // relay starts a `herald relay` process on e's database and topic.
@@ -169,21 +174,11 @@ func (lw *liveWriter) wait(t *testing.T) (committed int, rolledBack []string) {
 	return lw.committed, lw.rolledBack
 }
 
-// count runs a COUNT(*) query.
-func count(t *testing.T, db *sql.DB, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
 // waitDrained waits until no committed event is left unpublished.
 func (e *env) waitDrained(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	testenv.WaitFor(t, timeout, "every event published", func() (bool, string) {
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 }

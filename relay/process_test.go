@@ -75,7 +75,7 @@ func TestSigtermFinishesTheBatch(t *testing.T) {
 
 	// The first claim is counted before the failpoint holds the batch.
 	p.WaitForMetric(t, "herald_relay_claims_total", 30*time.Second, "first batch claimed", func(v float64) bool { return v >= 1 })
-	if owned := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_buckets WHERE owner = 'relay-term'"); owned != 64 {
+	if owned := e.db.Count(t, "SELECT COUNT(*) FROM outbox_buckets WHERE owner = 'relay-term'"); owned != 64 {
 		t.Fatalf("the relay owns %d buckets, want all 64", owned)
 	}
 	if err := p.Signal(syscall.SIGTERM); err != nil {
@@ -87,13 +87,13 @@ func TestSigtermFinishesTheBatch(t *testing.T) {
 	if !strings.Contains(p.Log(), "relay stopped") {
 		t.Errorf("no clean stop logged:\n%s", p.Tail(10))
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_buckets WHERE owner IS NOT NULL"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_buckets WHERE owner IS NOT NULL"); n > 0 {
 		t.Errorf("%d buckets still owned by the stopped relay: the others would wait for its lease", n)
 	}
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_relays"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_relays"); n > 0 {
 		t.Errorf("the stopped relay is still a member")
 	}
-	published := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
+	published := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
 	if published != 100 {
 		t.Errorf("%d events published, want the 100 of the batch in flight only", published)
 	}

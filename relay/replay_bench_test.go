@@ -32,7 +32,7 @@ func benchLiveWithReplay(b *testing.B, rate int) {
 	d := testenv.NewHeraldDatabase(b)
 	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
 	replayTopic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
-	bulkLoad(b, d.DB, 0, retained+live, benchAggregates)
+	bulkLoad(b, d, 0, retained+live, benchAggregates)
 	// The first half was published long ago: the replay's source.
 	if _, err := d.DB.Exec("UPDATE outbox_events SET published_at = NOW(6) - INTERVAL 1 HOUR WHERE aggregate_seq <= ?",
 		retained/benchAggregates); err != nil {

@@ -37,7 +37,7 @@ func TestRelaysJoinAndLeaveDuringADrain(t *testing.T) {
 		start(name)
 	}
 	lw := e.startLiveWriter(ctx, aggregates, live)
-	unpublished := func() int { return count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL") }
+	unpublished := func() int { return e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL") }
 	owners := func() map[string]int {
 		rows, err := e.db.DB.Query("SELECT owner, COUNT(*) FROM outbox_buckets WHERE owner IS NOT NULL GROUP BY owner")
 		if err != nil {
@@ -139,8 +139,8 @@ func TestHotAggregateDoesNotStarveOthers(t *testing.T) {
 	p := e.relay(t, testenv.RelayOptions{Name: "relay-hot"})
 	var hotLeft int
 	testenv.WaitFor(t, time.Minute, "the quiet aggregates published", func() (bool, string) {
-		q := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id <> 'hot' AND published_at IS NULL")
-		hotLeft = count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = 'hot' AND published_at IS NULL")
+		q := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id <> 'hot' AND published_at IS NULL")
+		hotLeft = e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = 'hot' AND published_at IS NULL")
 		return q == 0, fmt.Sprintf("%d quiet and %d hot events unpublished", q, hotLeft)
 	})
 	t.Logf("every quiet aggregate published with %d of %d hot events still to go", hotLeft, hot)
@@ -148,7 +148,7 @@ func TestHotAggregateDoesNotStarveOthers(t *testing.T) {
 		t.Errorf("the quiet aggregates were published only after %d of %d hot events: they waited behind it", hot-hotLeft, hot)
 	}
 	testenv.WaitFor(t, 5*time.Minute, "the hot aggregate drained", func() (bool, string) {
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	stop(t, p)

@@ -79,7 +79,7 @@ func TestFailureTextIsScrubbed(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	testenv.WaitFor(t, 30*time.Second, "both heads quarantined", func() (bool, string) {
-		n := count(t, d.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
+		n := d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
 		return n == 2, fmt.Sprintf("%d quarantined", n)
 	})
 	cancel()

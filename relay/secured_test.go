@@ -202,7 +202,7 @@ func TestRelayConfigurationFailures(t *testing.T) {
 		p := s.relay(t, "relay-denied", s.kafka.SASLBrokers, sec)
 		seen := s.awaitConfigurationFailure(t, p, kafka.ClassAuthorization, s.kafka.SASLBrokers, sec)
 		testenv.WaitFor(t, 30*time.Second, "events released with the failure recorded", func() (bool, string) {
-			n := count(t, s.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'authorization'")
+			n := s.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'authorization'")
 			return n > 0, fmt.Sprintf("%d events with error_class authorization", n)
 		})
 		grantWrite(t, s.brokers, s.topic)
@@ -240,13 +240,13 @@ func (s *securedEnv) awaitConfigurationFailure(t *testing.T, p *testenv.Process,
 // counted, nothing in the failure log.
 func (s *securedEnv) assertNothingCharged(t *testing.T) {
 	t.Helper()
-	if n := count(t, s.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+	if n := s.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined for a configuration failure", n)
 	}
-	if n := count(t, s.db.DB, "SELECT COUNT(*) FROM outbox_failures"); n > 0 {
+	if n := s.db.Count(t, "SELECT COUNT(*) FROM outbox_failures"); n > 0 {
 		t.Errorf("%d failures logged against events for a configuration failure", n)
 	}
-	if n := count(t, s.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND attempts > 0"); n > 0 {
+	if n := s.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND attempts > 0"); n > 0 {
 		t.Errorf("%d unpublished events were charged an attempt", n)
 	}
 }
@@ -278,7 +278,7 @@ func (s *securedEnv) awaitRecovery(t *testing.T, p *testenv.Process, brokers []s
 	if strings.Contains(log, "publish failed") {
 		t.Errorf("events were reported failed one by one:\n%s", log)
 	}
-	lastErrors := strings.Join(testenv.Strings(t, s.db.DB, "SELECT COALESCE(last_error, '') FROM outbox_events"), "\n")
+	lastErrors := strings.Join(s.db.Strings(t, "SELECT COALESCE(last_error, '') FROM outbox_events"), "\n")
 	seen["relay log"], seen["/metrics after the fix"], seen["last_error"] = log, metrics, lastErrors
 	assertNoSecrets(t, s.secrets, seen)
 }

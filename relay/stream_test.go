@@ -60,7 +60,7 @@ func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 		default:
 			return false, "writer still writing"
 		}
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	_, rolledBack := lw.wait(t)
@@ -145,7 +145,7 @@ func TestKilledStreamLeadersLoseNothing(t *testing.T) {
 	writers[0].stop()
 	committedN, rolledBack := writers[0].wait(t)
 	testenv.WaitFor(t, time.Minute, "everything published", func() (bool, string) {
-		n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	t.Logf("%d events committed, %d leaders killed; time until another relay streamed: %v", committedN, kills, failovers)
@@ -294,9 +294,9 @@ func TestStreamQuarantinesATooLargeRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, time.Minute, "the big event quarantined, the rest published", func() (bool, string) {
-		q := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
-		pub := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
-		held := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND published_at IS NULL")
+		q := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
+		pub := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
+		held := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND published_at IS NULL")
 		return q == 1 && pub == 60 && held == 2, fmt.Sprintf("%d quarantined, %d published, %d held", q, pub, held)
 	})
 	if n, err := p.Metric("herald_relay_stream_handed_over_total"); err != nil || n == 0 {

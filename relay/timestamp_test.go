@@ -30,7 +30,7 @@ func TestOldEventsArePublished(t *testing.T) {
 	p := e.relay(t, testenv.RelayOptions{Name: "relay-old", Lease: 3 * time.Second})
 	e.waitDrained(t, 30*time.Second)
 	stop(t, p)
-	if n := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE attempts > 1"); n > 0 {
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE attempts > 1"); n > 0 {
 		t.Errorf("%d events needed more than one attempt", n)
 	}
 	e.verifyTopic(t, func(verify.Row) bool { return true }, nil)

@@ -12,7 +12,6 @@ import (
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestTooLargeRecordIsQuarantined: on a topic whose max.message.bytes is
@@ -23,8 +22,12 @@ import (
 // aggregate — whose records share partition batches with the big ones, which
 // Kafka refuses whole — are published, none quarantined.
 func TestTooLargeRecordIsQuarantined(t *testing.T) {
+	testenv.OnEachServer(t, testTooLargeRecordIsQuarantined)
+}
+
+func testTooLargeRecordIsQuarantined(t *testing.T, server testenv.Server) {
 	maxBytes := "10000"
-	e := newEnv(t, testenv.TopicOptions{Partitions: 2, Configs: map[string]*string{"max.message.bytes": &maxBytes}})
+	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 2, Configs: map[string]*string{"max.message.bytes": &maxBytes}})
 
 	noise := make([]byte, 37_500)
 	if _, err := rand.Read(noise); err != nil {
@@ -53,9 +56,21 @@ func TestTooLargeRecordIsQuarantined(t *testing.T) {
 
 	p := e.relay(t, testenv.RelayOptions{Name: "relay-big"})
 	testenv.WaitFor(t, time.Minute, "big events quarantined, the rest published", func() (bool, string) {
-		published := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
-		quarantined := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
-		parked := count(t, e.db.DB, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND next_attempt_at = ?", (mysql.Dialect{}).Never())
+		rows, err := verify.LoadOutbox(context.Background(), e.db.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		published, quarantined, parked := 0, 0, 0
+		for _, r := range rows {
+			switch {
+			case r.Published:
+				published++
+			case r.Quarantined:
+				quarantined++
+			case r.ErrorClass == "held" && r.Never:
+				parked++
+			}
+		}
 		return published == 91 && quarantined == 2 && parked == 4,
 			fmt.Sprintf("%d published (want 91), %d quarantined (want 2), %d held at Never (want 4)", published, quarantined, parked)
 	})
@@ -76,14 +91,14 @@ func TestTooLargeRecordIsQuarantined(t *testing.T) {
 		}
 	}
 	for _, id := range held {
-		if r := byID[id]; r.Published || r.Quarantined || r.ErrorClass != "held" || !r.NextAttemptAt.Equal((mysql.Dialect{}).Never()) {
+		if r := byID[id]; r.Published || r.Quarantined || r.ErrorClass != "held" || !r.Never {
 			t.Errorf("event %s (%s #%d) behind a quarantined one: published %v, quarantined %v, class %q, next attempt %v; want held until Never",
 				id, r.AggregateID, r.Seq, r.Published, r.Quarantined, r.ErrorClass, r.NextAttemptAt)
 		}
 	}
 	// Kafka refuses a partition batch whole: the innocent records batched
 	// with a big one failed too_large once and were retried, not quarantined.
-	innocent := count(t, e.db.DB, `SELECT COUNT(DISTINCT event_id) FROM outbox_failures f
+	innocent := e.db.Count(t, `SELECT COUNT(DISTINCT event_id) FROM outbox_failures f
 		JOIN outbox_events e ON e.id = f.event_id WHERE f.error_class = 'too_large' AND e.published_at IS NOT NULL`)
 	t.Logf("%d published events shared a refused batch with a big one and were retried", innocent)
 	unpublished := append(append([]string{}, tooLarge...), held...)

@@ -43,11 +43,11 @@ func TestUnansweredPublishIsBoundedByTheLease(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	testenv.WaitFor(t, 20*time.Second, "unanswered events recorded as failed and released", func() (bool, string) {
-		n := count(t, d.DB, `SELECT COUNT(*) FROM outbox_events WHERE error_class = 'timeout' AND last_error <> ''
+		n := d.Count(t, `SELECT COUNT(*) FROM outbox_events WHERE error_class = 'timeout' AND last_error <> ''
 			AND attempts > 0 AND published_at IS NULL`)
 		return n == 2, fmt.Sprintf("%d of 2 heads failed with class timeout", n)
 	})
-	if n := count(t, d.DB, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
+	if n := d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined for an unanswered publish", n)
 	}
 	cancel()

@@ -9,5 +9,6 @@ for id in $(kafka_running_nodes | sort -n); do
   "$REPO_DIR/stack/node.sh" stop "kafka-$id"
 done
 "$REPO_DIR/stack/node.sh" stop mariadb
+"$REPO_DIR/stack/node.sh" stop postgres
 step_name=""
 echo "herald stack is down (data kept in $STACK_DIR)"

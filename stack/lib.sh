@@ -16,14 +16,35 @@ KAFKA_DIR=$STACK_DIR/kafka
 # TLS_DIR: the stack's own CA and the certificates it signed (stack/up.sh).
 TLS_DIR=$STACK_DIR/tls
 
-# Credentials of the secured listeners and the TLS database user. They are
-# a local stack's, written in the README; internal/testenv spells them too.
+# Credentials of the secured listeners and the TLS database users (the
+# same users on MariaDB and PostgreSQL). They are a local stack's, written
+# in the README; internal/testenv spells them too.
 KAFKA_SASL_USER=herald
 KAFKA_SASL_PASSWORD=herald-kafka-secret
 MARIADB_TLS_USER=herald_tls
 MARIADB_TLS_PASSWORD=herald-tls-secret
 MARIADB_X509_USER=herald_x509
 MARIADB_X509_PASSWORD=herald-x509-secret
+
+# PostgreSQL: Debian's newest installed server, run from its own data
+# directory under the stack dir (no systemd, no Debian cluster).
+PG_DIR=$STACK_DIR/postgres
+PG_DATA=$PG_DIR/data
+PG_CONF=$PG_DIR/postgresql.conf
+PG_LOG=$PG_DIR/log/postgresql.log
+pg_bin() {
+  local v
+  v=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$v" ] && echo "/usr/lib/postgresql/$v/bin"
+}
+# pg_as_postgres CMD...: PostgreSQL's tools refuse to run as root.
+pg_as_postgres() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
 
 # Kafka layout. One broker: a combined broker+controller node (id 1) on 9092,
 # its controller listener on 19092. Three brokers: a dedicated controller

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# node.sh start|stop|status mariadb|kafka-ID
+# node.sh start|stop|status mariadb|postgres|kafka-ID
 #
 # Starts or stops one process of the local stack. stack/up.sh uses it for the
 # whole stack; tests and drills use it to stop and restart a single broker or
@@ -7,7 +7,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-usage() { echo "usage: $0 start|stop|status mariadb|kafka-ID" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|status mariadb|postgres|kafka-ID" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 action=$1 target=$2
 
@@ -33,6 +33,28 @@ start_mariadb() {
   done
   tail -n 20 "$MARIADB_DIR/log/error.log" >&2 || true
   fail "mariadb did not answer on $MARIADB_SOCKET within 60 s (log: $MARIADB_DIR/log/error.log)"
+}
+
+pg_ctl() {
+  pg_as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DATA" "$@"
+}
+
+# start_postgres: pg_ctl detaches the server from this shell and waits
+# until it accepts connections.
+start_postgres() {
+  [ -f "$PG_CONF" ] || fail "postgresql is not configured; run make up"
+  pg_ctl status >/dev/null 2>&1 && return 0
+  step "start postgresql"
+  pg_ctl start -w -t 60 -l "$PG_LOG" -o "-c config_file=$PG_CONF" >/dev/null \
+    || { tail -n 20 "$PG_LOG" >&2 || true; fail "postgresql did not start within 60 s (log: $PG_LOG)"; }
+}
+
+# stop_postgres: a fast shutdown (open transactions roll back, clients are
+# disconnected, the server checkpoints), as MariaDB's SIGTERM.
+stop_postgres() {
+  step "stop postgresql"
+  pg_ctl status >/dev/null 2>&1 || return 0
+  pg_ctl stop -m fast -w -t 60 >/dev/null || fail "postgresql did not stop within 60 s (log: $PG_LOG)"
 }
 
 kafka_node_dir() { echo "$KAFKA_DIR/node-$1"; }
@@ -82,6 +104,9 @@ case "$action:$target" in
   start:mariadb) start_mariadb ;;
   stop:mariadb) step "stop mariadb"; stop_pidfile "$MARIADB_PIDFILE" mariadb ;;
   status:mariadb) alive "$MARIADB_PIDFILE" && echo running || { echo stopped; exit 1; } ;;
+  start:postgres) start_postgres ;;
+  stop:postgres) stop_postgres ;;
+  status:postgres) [ -f "$PG_CONF" ] && pg_ctl status >/dev/null 2>&1 && echo running || { echo stopped; exit 1; } ;;
   start:kafka-*) start_kafka "${target#kafka-}"; wait_kafka "${target#kafka-}" ;;
   stop:kafka-*) step "stop kafka node ${target#kafka-}"; stop_pidfile "$(kafka_node_dir "${target#kafka-}")/kafka.pid" "kafka node ${target#kafka-}" ;;
   status:kafka-*) alive "$(kafka_node_dir "${target#kafka-}")/kafka.pid" && echo running || { echo stopped; exit 1; } ;;

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# up.sh: install what is missing, then start MariaDB and Apache Kafka (KRaft).
+# up.sh: install what is missing, then start MariaDB, PostgreSQL and Apache
+# Kafka (KRaft).
 # Idempotent: a second run finds everything running and changes nothing.
 #
 #   KAFKA_BROKERS=3 stack/up.sh    three brokers on 9092-9094 + a controller
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 NODE="$REPO_DIR/stack/node.sh"
+source "$REPO_DIR/stack/postgres/setup.sh"
 
 case "$KAFKA_BROKERS" in 1|3) ;; *) fail "KAFKA_BROKERS must be 1 or 3, not '$KAFKA_BROKERS'" ;; esac
 
@@ -14,6 +16,7 @@ install_packages() {
   command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
   command -v mariadb >/dev/null || missing+=(mariadb-client)
   command -v kcat >/dev/null || missing+=(kcat)
+  pg_bin >/dev/null || missing+=(postgresql)
   command -v openssl >/dev/null || missing+=(openssl)
   command -v java >/dev/null || missing+=(default-jre-headless)
   command -v mvn >/dev/null || missing+=(maven)
@@ -48,10 +51,10 @@ issue_cert() {
   chmod 600 "$TLS_DIR/$name.key"
 }
 
-# ensure_tls: the stack's own CA, the Kafka brokers' and MariaDB's server
-# certificates and a client certificate (CN=herald, Kafka principal
-# User:herald), made once with openssl and valid for ten years. Without
-# its CA, everything is issued again.
+# ensure_tls: the stack's own CA, the Kafka brokers', MariaDB's and
+# PostgreSQL's server certificates and a client certificate (CN=herald,
+# Kafka principal User:herald), made once with openssl and valid for ten
+# years. Without its CA, everything is issued again.
 ensure_tls() {
   mkdir -p "$TLS_DIR"
   chmod 755 "$TLS_DIR"
@@ -66,6 +69,7 @@ ensure_tls() {
   fi
   issue_cert kafka "/CN=localhost" serverAuth "DNS:localhost,DNS:kafka.herald.test,IP:127.0.0.1"
   issue_cert mariadb "/CN=localhost" serverAuth "DNS:localhost,IP:127.0.0.1"
+  issue_cert postgres "/CN=localhost" serverAuth "DNS:localhost,IP:127.0.0.1"
   issue_cert client "/CN=herald" clientAuth
   # Kafka's PEM key store: the key, then the certificate chain.
   if [ ! -s "$TLS_DIR/kafka-keystore.pem" ] || [ "$TLS_DIR/kafka.pem" -nt "$TLS_DIR/kafka-keystore.pem" ]; then
@@ -73,6 +77,7 @@ ensure_tls() {
     chmod 600 "$TLS_DIR/kafka-keystore.pem"
   fi
   chown mysql:mysql "$TLS_DIR/mariadb.key"
+  chown postgres:postgres "$TLS_DIR/postgres.key"
 }
 
 configure_mariadb() {
@@ -310,6 +315,7 @@ configure_mariadb
 "$NODE" start mariadb
 create_herald_user
 load_time_zones
+up_postgres
 resolve_kafka_jars
 configure_kafka
 for id in $(kafka_nodes); do "$NODE" start "kafka-$id"; done
@@ -323,6 +329,11 @@ herald stack is up ($(( $(date +%s) - start )) s)
            TLS users: $MARIADB_TLS_USER / $MARIADB_TLS_PASSWORD (REQUIRE SSL),
                       $MARIADB_X509_USER / $MARIADB_X509_PASSWORD (REQUIRE X509, client.pem)
            log: $MARIADB_DIR/log/error.log   binlog: $MARIADB_DIR/binlog
+  PostgreSQL 127.0.0.1:5432  role herald / herald, database herald
+           HERALD_DATABASE_URL for it: postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable
+           TLS roles: $MARIADB_TLS_USER / $MARIADB_TLS_PASSWORD (hostssl; sslmode=verify-full&sslrootcert=$TLS_DIR/ca.pem),
+                      $MARIADB_X509_USER (client certificate CN=herald: &sslcert=$TLS_DIR/client.pem&sslkey=$TLS_DIR/client.key)
+           log: $PG_LOG
   Kafka    $(kafka_bootstrap)  ($KAFKA_BROKERS broker(s), KRaft; plaintext, super user)
            SASL_SSL $(kafka_bootstrap kafka_sasl_port)  $KAFKA_SASL_USER / $KAFKA_SASL_PASSWORD (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN)
            SSL      $(kafka_bootstrap kafka_ssl_port)  client certificate $TLS_DIR/client.pem (User:$KAFKA_SASL_USER)

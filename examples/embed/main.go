@@ -9,16 +9,18 @@
 //
 // Environment:
 //
-//	HERALD_MYSQL_DSN            MySQL/MariaDB DSN (default: the local stack's); UTC settings are added
+//	HERALD_DATABASE_URL         a postgres:// URL for PostgreSQL, else a MySQL/MariaDB DSN (default: the
+//	                            local stack's MariaDB); HERALD_MYSQL_DSN is its alias
 //	HERALD_KAFKA_BROKERS        comma-separated seed brokers (default 127.0.0.1:9092)
 //	HERALD_EMBED_TOPIC          topic of aggregate type "order" (default orders.v1); it must exist
 //	HERALD_EMBED_METRICS_ADDR   address of /healthz, /readyz and /metrics (default 127.0.0.1:9111)
 //	HERALD_KAFKA_TLS*, HERALD_KAFKA_SASL_*, HERALD_MYSQL_TLS*, HERALD_MYSQL_PASSWORD[_FILE]
 //	                            secured connections, as herald's --kafka-* and --mysql-* flags
-//	                            (docs/security.md)
+//	                            (docs/security.md; a PostgreSQL URL carries its own TLS settings)
 //
-// Those last variables become a kafka.Security and a mysql.ConnOptions;
-// your service fills the two from its own configuration.
+// Those last variables become a kafka.Security and a mysql.ConnOptions (or
+// a postgres.ConnOptions); your service fills them from its own
+// configuration.
 package main
 
 import (
@@ -34,11 +36,12 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
-	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/store"
 )
 
 func main() {
@@ -52,7 +55,7 @@ func main() {
 }
 
 func run(ctx context.Context, log *slog.Logger) error {
-	dsn := getenv("HERALD_MYSQL_DSN", "herald:herald@tcp(127.0.0.1:3306)/herald")
+	dsn := getenv("HERALD_DATABASE_URL", getenv("HERALD_MYSQL_DSN", "herald:herald@tcp(127.0.0.1:3306)/herald"))
 	brokers := strings.Split(getenv("HERALD_KAFKA_BROKERS", "127.0.0.1:9092"), ",")
 	topic := getenv("HERALD_EMBED_TOPIC", "orders.v1")
 	security, err := connenv.Kafka(os.Getenv)
@@ -67,8 +70,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 
 	// The service's own database, with herald's tables in it; TLS and a
-	// password kept out of the DSN come from the options.
-	db, err := mysql.OpenWith(ctx, dsn, connenv.MySQL(os.Getenv))
+	// password kept out of the DSN come from the options. database.Open
+	// calls mysql.OpenWith or postgres.OpenWith as the address says and
+	// returns the dialect (mysql.Dialect{} or postgres.Dialect{}): your
+	// service calls the one of its database.
+	db, dialect, err := database.Open(ctx, dsn, connenv.MySQL(os.Getenv))
 	if err != nil {
 		return err
 	}
@@ -79,7 +85,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	// What the service does all day: change its rows and add events in the
 	// same transaction.
-	id, err := placeOrder(ctx, db, 9182)
+	id, err := placeOrder(ctx, db, dialect, 9182)
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		Relay:       relay.Config{Topics: map[string]string{"order": topic}},
 		MetricsAddr: getenv("HERALD_EMBED_METRICS_ADDR", "127.0.0.1:9111"),
 		Logger:      log,
-	}, mysql.NewStore(db), producer)
+	}, store.New(db, dialect), producer)
 	if err != nil {
 		return err
 	}
@@ -110,8 +116,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 // placeOrder commits an order.created event; the service's own rows (the
 // order itself) would be written in the same transaction.
-func placeOrder(ctx context.Context, db *sql.DB, orderID int64) (string, error) {
-	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
+func placeOrder(ctx context.Context, db *sql.DB, dialect store.Dialect, orderID int64) (string, error) {
+	w, err := outbox.NewWriter(outbox.Config{Dialect: dialect})
 	if err != nil {
 		return "", err
 	}

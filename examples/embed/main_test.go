@@ -22,19 +22,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestEmbeddedRelayPublishes runs the example on a fresh database (it
-// applies herald's schema itself) and a fresh topic: the event it adds is
-// read from the topic by kcat, an independent reader, and marked published
-// in the outbox; SIGTERM then stops the service cleanly (exit 0) and its
-// logs never show the DSN.
+// TestEmbeddedRelayPublishes runs the example on a fresh database of each
+// server (it applies herald's schema itself) and a fresh topic: the event
+// it adds is read from the topic by kcat, an independent reader, and marked
+// published in the outbox; SIGTERM then stops the service cleanly (exit 0)
+// and its logs never show the DSN.
 func TestEmbeddedRelayPublishes(t *testing.T) {
-	d := testenv.NewDatabase(t)
-	brokers := testenv.KafkaBrokers(t)
-	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 3})
-	out := runEmbed(t, d, d.DSN, brokers, kafka.Security{}, topic, nil)
-	if strings.Contains(out, d.DSN) || strings.Contains(out, "herald:herald@") {
-		t.Errorf("the logs show the DSN:\n%s", out)
-	}
+	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
+		d := testenv.NewDatabaseOn(t, server)
+		brokers := testenv.KafkaBrokers(t)
+		topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 3})
+		out := runEmbed(t, d, d.DSN, brokers, kafka.Security{}, topic, nil)
+		if strings.Contains(out, d.DSN) || strings.Contains(out, "herald:herald@") {
+			t.Errorf("the logs show the DSN:\n%s", out)
+		}
+	})
 }
 
 // TestEmbeddedRelayOverSecuredConnections: the same over the stack's
@@ -70,7 +72,7 @@ func runEmbed(t *testing.T, d *testenv.Database, dsn string, brokers []string, r
 	p := testenv.StartProcess(t, testenv.ProcessOptions{
 		Name: "embed", Path: testenv.Binary(t, "./examples/embed"), DropEnv: []string{"HERALD_"},
 		Env: append([]string{
-			"HERALD_MYSQL_DSN=" + dsn, "HERALD_KAFKA_BROKERS=" + strings.Join(brokers, ","),
+			"HERALD_DATABASE_URL=" + dsn, "HERALD_KAFKA_BROKERS=" + strings.Join(brokers, ","),
 			"HERALD_EMBED_TOPIC=" + topic, "HERALD_EMBED_METRICS_ADDR=127.0.0.1:0",
 		}, env...),
 	})
@@ -98,7 +100,7 @@ func runEmbed(t *testing.T, d *testenv.Database, dsn string, brokers []string, r
 		return false, "not on the topic yet"
 	})
 	testenv.Eventually(t, time.Minute, "the event marked published", func() bool {
-		return len(testenv.Strings(t, d.DB, "SELECT id FROM outbox_events WHERE id = ? AND published_at IS NOT NULL", eventID)) == 1
+		return len(d.Strings(t, "SELECT id FROM outbox_events WHERE id = ? AND published_at IS NOT NULL", eventID)) == 1
 	})
 
 	if err := p.Signal(syscall.SIGTERM); err != nil {

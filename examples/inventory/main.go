@@ -16,10 +16,10 @@ import (
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 const usage = `inventory: the inventory consumer. It reserves stock for every order.created
@@ -31,7 +31,9 @@ Usage: inventory [--help]
 
 Settings come from the environment:
 
-  HERALD_MYSQL_DSN                  database (default herald:herald@tcp(127.0.0.1:3306)/herald)
+  HERALD_DATABASE_URL               database: a postgres:// URL for PostgreSQL, else a MySQL/MariaDB DSN
+                                    (default herald:herald@tcp(127.0.0.1:3306)/herald)
+  HERALD_MYSQL_DSN                  alias of HERALD_DATABASE_URL (its name before PostgreSQL)
   HERALD_KAFKA_BROKERS              seed brokers, comma-separated (default 127.0.0.1:9092)
   HERALD_KAFKA_TLS                  true: TLS with the system roots or HERALD_KAFKA_TLS_CA_FILE (default false)
   HERALD_KAFKA_TLS_CA_FILE, HERALD_KAFKA_TLS_CERT_FILE, HERALD_KAFKA_TLS_KEY_FILE,
@@ -40,12 +42,14 @@ Settings come from the environment:
   HERALD_KAFKA_SASL_USERNAME, HERALD_KAFKA_SASL_PASSWORD_FILE, HERALD_KAFKA_SASL_PASSWORD
                                     SASL user and its password (a file, or the variable);
                                     each HERALD_KAFKA_* setting is herald's --kafka-* flag (docs/security.md)
-  HERALD_MYSQL_TLS                  verify-identity, verify-ca or skip-verify (default none,
-                                    verify-identity with a CA file), as herald's --mysql-tls
+  HERALD_MYSQL_TLS                  MySQL only: verify-identity, verify-ca or skip-verify (default none,
+                                    verify-identity with a CA file), as herald's --mysql-tls; a PostgreSQL
+                                    URL asks for TLS itself (sslmode, sslrootcert, sslcert, sslkey)
   HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
-  HERALD_MYSQL_TLS_SERVER_NAME      the database's CA, client certificate and key, server name
+  HERALD_MYSQL_TLS_SERVER_NAME      MySQL's CA, client certificate and key, server name
   HERALD_MYSQL_PASSWORD_FILE, HERALD_MYSQL_PASSWORD
-                                    the database password (a file, or the variable), replacing the DSN's
+                                    the database password, MySQL or PostgreSQL (a file, or the variable),
+                                    replacing the address's
   HERALD_INVENTORY_TOPICS           topics, comma-separated (default orders.v1)
   HERALD_INVENTORY_CONSUMER         inbox consumer name (default inventory)
   HERALD_INVENTORY_GROUP            Kafka consumer group (default the consumer name)
@@ -97,7 +101,7 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kafka security (HERALD_KAFKA_*): %w", err)
 	}
-	db, err := mysql.OpenWith(ctx, env.DSN, env.MySQL)
+	db, dialect, err := database.Open(ctx, env.DSN, env.DatabaseOptions)
 	if err != nil {
 		return err
 	}
@@ -109,11 +113,11 @@ func run(log *slog.Logger) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}
-	if err := stock.Seed(setupCtx, db, env.Seed); err != nil {
+	if err := stock.Seed(setupCtx, db, dialect, env.Seed); err != nil {
 		return err
 	}
 	cfg := env.Config
-	cfg.DB = db
+	cfg.DB, cfg.Dialect = db, dialect
 	cfg.KafkaOptions = kafkaOpts
 	cfg.Logger = log
 	stopMetrics, err := serveMetrics(ctx, &cfg, log)

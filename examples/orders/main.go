@@ -21,9 +21,9 @@ import (
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
 	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 const usage = `orders: the orders example service, an HTTP API that writes each order and
@@ -34,12 +34,16 @@ Usage: orders [--help]
 Settings come from the environment:
 
   HERALD_ORDERS_ADDR            listen address (default 127.0.0.1:8080; port 0 picks a free one)
-  HERALD_MYSQL_DSN              MySQL/MariaDB DSN (default: the local stack); UTC settings are added
-  HERALD_MYSQL_TLS              verify-identity, verify-ca or skip-verify: TLS to the database, as
-                                herald's --mysql-tls (default none, verify-identity with a CA file)
+  HERALD_DATABASE_URL           a postgres:// URL for PostgreSQL, else a MySQL/MariaDB DSN (default:
+                                the local stack's MariaDB); UTC settings are added
+  HERALD_MYSQL_DSN              alias of HERALD_DATABASE_URL (its name before PostgreSQL)
+  HERALD_MYSQL_TLS              MySQL only: verify-identity, verify-ca or skip-verify, as herald's
+                                --mysql-tls (default none, verify-identity with a CA file); a PostgreSQL
+                                URL asks for TLS itself (sslmode, sslrootcert, sslcert, sslkey)
   HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
-  HERALD_MYSQL_TLS_SERVER_NAME  its CA, client certificate and key, server name (docs/security.md)
-  HERALD_MYSQL_PASSWORD_FILE    file holding the database password, replacing the DSN's
+  HERALD_MYSQL_TLS_SERVER_NAME  MySQL's CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE    file holding the database password (MySQL or PostgreSQL), replacing
+                                the address's
   HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
   HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
   HERALD_FAILPOINTS             crash drills, e.g. orders.after_commit=crash (default none)
@@ -74,13 +78,13 @@ func run() int {
 		}
 		cfg.AllowRollbackHeader = allow
 	}
-	dsn := localstack.MySQLDSN()
-	if _, err := mysql.NormalizeDSN(dsn); err != nil {
-		fmt.Fprintf(os.Stderr, "orders: HERALD_MYSQL_DSN: %v\n", err)
+	dsn, variable := localstack.DatabaseURL()
+	if err := database.Check(dsn, database.ConnOptions{}); err != nil {
+		fmt.Fprintf(os.Stderr, "orders: %s: %v\n", variable, err)
 		return 2
 	}
 
-	db, err := mysql.OpenWith(ctx, dsn, connenv.MySQL(os.Getenv))
+	db, dialect, err := database.Open(ctx, dsn, connenv.MySQL(os.Getenv))
 	if err != nil {
 		log.Error("open database", "error", err.Error())
 		return 1
@@ -88,7 +92,7 @@ func run() int {
 	defer db.Close()
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	cfg.DB = db
+	cfg.DB, cfg.Dialect = db, dialect
 
 	migrateCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
 	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/internal/database"
 )
 
 const usage = `warehouse: the warehouse service, the external API the inventory example
@@ -23,15 +23,19 @@ Usage: warehouse [--help]
 Settings come from the environment:
 
   HERALD_WAREHOUSE_ADDR       listen address (default 127.0.0.1:8081)
-  HERALD_WAREHOUSE_MYSQL_DSN  its database (default HERALD_MYSQL_DSN, then
+  HERALD_WAREHOUSE_MYSQL_DSN  its database, a postgres:// URL or a MySQL/MariaDB DSN (default
+                              HERALD_DATABASE_URL, then HERALD_MYSQL_DSN, then
                               herald:herald@tcp(127.0.0.1:3306)/herald)
-  HERALD_MYSQL_DSN            the database when HERALD_WAREHOUSE_MYSQL_DSN is unset
-  HERALD_MYSQL_TLS            verify-identity, verify-ca or skip-verify: TLS to the database, as
-                              herald's --mysql-tls (default none, verify-identity with a CA file)
+  HERALD_DATABASE_URL         the database when HERALD_WAREHOUSE_MYSQL_DSN is unset
+  HERALD_MYSQL_DSN            alias of HERALD_DATABASE_URL (its name before PostgreSQL)
+  HERALD_MYSQL_TLS            MySQL only: verify-identity, verify-ca or skip-verify, as herald's
+                              --mysql-tls (default none, verify-identity with a CA file); a
+                              PostgreSQL URL asks for TLS itself (sslmode, sslrootcert, ...)
   HERALD_MYSQL_TLS_CA_FILE, HERALD_MYSQL_TLS_CERT_FILE, HERALD_MYSQL_TLS_KEY_FILE,
   HERALD_MYSQL_TLS_SERVER_NAME
-                              its CA, client certificate and key, server name (docs/security.md)
-  HERALD_MYSQL_PASSWORD_FILE  file holding the database password, replacing the DSN's
+                              MySQL's CA, client certificate and key, server name (docs/security.md)
+  HERALD_MYSQL_PASSWORD_FILE  file holding the database password (MySQL or PostgreSQL), replacing
+                              the address's
   HERALD_MYSQL_PASSWORD       the password itself (when no file is given)
   HERALD_LOG_LEVEL            debug, info (default), warn or error
 
@@ -55,7 +59,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	env := server.EnvFrom(os.Getenv)
-	db, err := mysql.OpenWith(ctx, env.DSN, connenv.MySQL(os.Getenv))
+	db, dialect, err := database.Open(ctx, env.DSN, connenv.MySQL(os.Getenv))
 	if err != nil {
 		return err
 	}
@@ -65,7 +69,7 @@ func run(log *slog.Logger) error {
 	if _, err := server.Migrations.Up(migrateCtx, db); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	srv, err := server.New(server.Config{Addr: env.Addr, DB: db, Logger: log})
+	srv, err := server.New(server.Config{Addr: env.Addr, DB: db, Dialect: dialect, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func newCleanupCommand() *cobra.Command {
@@ -37,7 +36,7 @@ A relay runs the same task in the background with --cleanup-retention.`,
 			}
 			defer conn.Close()
 			start := time.Now()
-			rep, err := mysql.NewStore(conn).Cleanup(cmd.Context(), req)
+			rep, err := store.New(conn, db.dialect()).Cleanup(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

@@ -54,7 +54,7 @@ func Main(args []string) int {
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "herald",
-		Short:         "herald publishes outbox events from MySQL/MariaDB to Kafka",
+		Short:         "herald publishes outbox events from MySQL/MariaDB or PostgreSQL to Kafka",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {

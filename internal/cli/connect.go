@@ -15,9 +15,9 @@ import (
 
 	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // envFlags collects a command's flag -> environment variable bindings.
@@ -29,15 +29,18 @@ func (e envFlags) bind(cmd *cobra.Command) {
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd, e) }
 }
 
-// dbFlags is --mysql-dsn and the connection options (TLS, a password kept
-// out of the DSN) shared by every command that talks to the database.
+// dbFlags is the database flag, --database-url (alias --mysql-dsn; see
+// database.go), and the connection options kept out of it (TLS to MySQL, a
+// password kept out of the address) shared by every command that talks to
+// the database.
 type dbFlags struct {
-	dsn  string
-	opts mysql.ConnOptions
+	dsn, mysqlDSN        string
+	urlGiven, mysqlGiven bool
+	opts                 database.ConnOptions
 }
 
 // mysqlFlagOfField names the flag (or variable) behind each
-// mysql.ConnOptions field.
+// database.ConnOptions field.
 var mysqlFlagOfField = map[string]string{
 	"TLSMode": "--mysql-tls", "TLSCAFile": "--mysql-tls-ca-file", "TLSCertFile": "--mysql-tls-cert-file",
 	"TLSKeyFile": "--mysql-tls-key-file", "TLSServerName": "--mysql-tls-server-name",
@@ -45,19 +48,18 @@ var mysqlFlagOfField = map[string]string{
 }
 
 func (f *dbFlags) register(cmd *cobra.Command, env envFlags) {
+	f.registerDatabase(cmd, env)
 	fl := cmd.Flags()
-	fl.StringVar(&f.dsn, "mysql-dsn", localstack.MySQLDSNDefault,
-		"MySQL/MariaDB DSN; UTC settings are added (keep its password out: --mysql-password-file or "+connenv.MySQLPassword+")")
 	fl.StringVar(&f.opts.TLSMode, "mysql-tls", "",
-		"TLS to the database: verify-identity, verify-ca or skip-verify (default none; verify-identity with --mysql-tls-ca-file)")
-	fl.StringVar(&f.opts.TLSCAFile, "mysql-tls-ca-file", "", "PEM file of the CA that signs the database's certificate (default: the system roots)")
-	fl.StringVar(&f.opts.TLSCertFile, "mysql-tls-cert-file", "", "client certificate (PEM), for accounts created REQUIRE X509")
+		"TLS to MySQL/MariaDB: verify-identity, verify-ca or skip-verify (default none; verify-identity with --mysql-tls-ca-file; a PostgreSQL URL sets sslmode itself)")
+	fl.StringVar(&f.opts.TLSCAFile, "mysql-tls-ca-file", "", "PEM file of the CA that signs MySQL's certificate (default: the system roots)")
+	fl.StringVar(&f.opts.TLSCertFile, "mysql-tls-cert-file", "", "client certificate (PEM), for MySQL accounts created REQUIRE X509")
 	fl.StringVar(&f.opts.TLSKeyFile, "mysql-tls-key-file", "", "the client certificate's key (PEM, unencrypted)")
-	fl.StringVar(&f.opts.TLSServerName, "mysql-tls-server-name", "", "name the database's certificate must carry (default: the DSN's host)")
+	fl.StringVar(&f.opts.TLSServerName, "mysql-tls-server-name", "", "name MySQL's certificate must carry (default: the DSN's host)")
 	fl.StringVar(&f.opts.PasswordFile, "mysql-password-file", "",
-		"file holding the database password, replacing the DSN's (or set "+connenv.MySQLPassword+")")
+		"file holding the database password (MySQL or PostgreSQL), replacing the address's (or set "+connenv.MySQLPassword+")")
 	for flag, name := range map[string]string{
-		"mysql-dsn": "HERALD_MYSQL_DSN", "mysql-tls": connenv.MySQLTLS, "mysql-tls-ca-file": connenv.MySQLTLSCAFile,
+		"mysql-tls": connenv.MySQLTLS, "mysql-tls-ca-file": connenv.MySQLTLSCAFile,
 		"mysql-tls-cert-file": connenv.MySQLTLSCertFile, "mysql-tls-key-file": connenv.MySQLTLSKeyFile,
 		"mysql-tls-server-name": connenv.MySQLTLSServerName, "mysql-password-file": connenv.MySQLPasswordFile,
 	} {
@@ -67,30 +69,33 @@ func (f *dbFlags) register(cmd *cobra.Command, env envFlags) {
 
 // options returns the connection options, with the password from
 // HERALD_MYSQL_PASSWORD (never a flag: it would show in the process list).
-func (f *dbFlags) options() mysql.ConnOptions {
+func (f *dbFlags) options() database.ConnOptions {
 	o := f.opts
 	o.Password = os.Getenv(connenv.MySQLPassword)
 	return o
 }
 
-// check reads the DSN and the options' files without connecting, for
-// commands that hand them on (drills); errors name the flag.
-func (f *dbFlags) check() error {
-	if _, err := mysql.NormalizeDSN(f.dsn); err != nil {
-		return usageError{fmt.Errorf("--mysql-dsn: %w", err)}
+// check reads the address and the options' files without connecting, for
+// commands that hand them on (drills), and returns the address; errors
+// name the flag.
+func (f *dbFlags) check() (string, error) {
+	dsn, err := f.url()
+	if err != nil {
+		return "", err
 	}
-	if _, err := f.options().Config(f.dsn); err != nil {
-		return flagError(err, mysqlFlagOfField)
+	if err := database.Check(dsn, f.options()); err != nil {
+		return "", flagError(err, mysqlFlagOfField)
 	}
-	return nil
+	return dsn, nil
 }
 
-// open connects, naming the flag when the DSN or an option is wrong.
+// open connects, naming the flag when the address or an option is wrong.
 func (f *dbFlags) open(ctx context.Context) (*sql.DB, error) {
-	if err := f.check(); err != nil {
+	dsn, err := f.check()
+	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.OpenWith(ctx, f.dsn, f.options())
+	db, _, err := database.Open(ctx, dsn, f.options())
 	if err != nil {
 		return nil, flagError(err, mysqlFlagOfField)
 	}

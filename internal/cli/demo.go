@@ -36,13 +36,13 @@ three.`,
 			if _, err := kf.options(); err != nil {
 				return err
 			}
-			if err := db.check(); err != nil {
+			dsn, err := db.check()
+			if err != nil {
 				return err
 			}
 			if cfg.Duration <= 0 {
 				return usageError{fmt.Errorf("--duration: must be positive, got %v", cfg.Duration)}
 			}
-			var err error
 			if cfg.BinDir == "" {
 				if cfg.BinDir, err = executableDir(); err != nil {
 					return err
@@ -51,8 +51,8 @@ three.`,
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(os.TempDir(), "herald-demo-"+time.Now().Format("20060102-150405"))
 			}
-			cfg.MySQLDSN, cfg.Brokers, cfg.Out = db.dsn, kf.brokers, cmd.OutOrStdout()
-			cfg.Kafka, cfg.MySQL = kf.security(), db.options()
+			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, cmd.OutOrStdout()
+			cfg.Kafka, cfg.DatabaseOptions = kf.security(), db.options()
 			if f, ok := cmd.OutOrStdout().(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 					cfg.Live = true
@@ -60,7 +60,7 @@ three.`,
 			}
 			return drillConfigError(drill.RunDemo(cmd.Context(), cfg), map[string]string{
 				"BinDir": "--bin-dir", "DBPrefix": "--db-prefix", "Rate": "--rate", "Duration": "--duration",
-				"MySQLDSN": "--mysql-dsn", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
+				"DatabaseURL": "--database-url", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
 			})
 		},
 	}

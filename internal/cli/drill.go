@@ -17,7 +17,7 @@ import (
 
 // drillFlagOfField names the flag behind each drill.Config field.
 var drillFlagOfField = map[string]string{
-	"BinDir": "--bin-dir", "MySQLDSN": "--mysql-dsn", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
+	"BinDir": "--bin-dir", "DatabaseURL": "--database-url", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
 	"DBPrefix": "--db-prefix", "Events": "--events", "Rate": "--rate", "Concurrency": "--concurrency",
 	"Lease": "--lease", "SessionTimeout": "--session-timeout", "Outage": "--outage",
 	"RestartDelay": "--restart-delay", "Timeout": "--timeout",
@@ -79,7 +79,8 @@ stop or start as $1), or those drills are skipped.`,
 			if _, err := kf.options(); err != nil {
 				return err
 			}
-			if err := db.check(); err != nil {
+			dsn, err := db.check()
+			if err != nil {
 				return err
 			}
 			if cfg.BinDir == "" {
@@ -93,8 +94,8 @@ stop or start as $1), or those drills are skipped.`,
 			if report == "" {
 				report = filepath.Join(cfg.RunDir, "report.json")
 			}
-			cfg.MySQLDSN, cfg.Brokers, cfg.Out = db.dsn, kf.brokers, out
-			cfg.Kafka, cfg.MySQL = kf.security(), db.options()
+			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, out
+			cfg.Kafka, cfg.DatabaseOptions = kf.security(), db.options()
 			cfg.Command = commandLine(os.Args)
 			rep, err := drill.Run(cmd.Context(), cfg, drills)
 			if err != nil {

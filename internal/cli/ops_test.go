@@ -10,7 +10,6 @@ import (
 
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // run executes a herald command in-process and returns its output and exit
@@ -34,11 +33,16 @@ func run(t *testing.T, args ...string) (string, int) {
 
 // TestQuarantineCommands walks an operator through a poison event with the
 // CLI: status shows it, list finds it by class, show prints its failure,
-// retry --dry-run changes nothing, discard needs a reason and is audited.
+// retry --dry-run changes nothing, discard needs a reason and is audited;
+// on MariaDB named by --mysql-dsn, on PostgreSQL by --database-url.
 func TestQuarantineCommands(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
-	st := mysql.NewStore(d.DB)
-	ids := testenv.AddEvents(t, d.DB, testenv.OrderEvents("7", "7")...)
+	testenv.OnEachServer(t, testQuarantineCommands)
+}
+
+func testQuarantineCommands(t *testing.T, server testenv.Server) {
+	d := testenv.NewHeraldDatabaseOn(t, server)
+	st := d.Store()
+	ids := d.AddEvents(t, testenv.OrderEvents("7", "7")...)
 	c := testenv.Claim(t, st, "r", time.Minute, 10)
 	if len(c.Events) != 2 {
 		t.Fatalf("claimed %d events, want 2", len(c.Events))
@@ -50,6 +54,9 @@ func TestQuarantineCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	dsn := "--mysql-dsn=" + d.DSN
+	if server == testenv.PostgreSQL {
+		dsn = "--database-url=" + d.DSN
+	}
 
 	out, code := run(t, "status", dsn, "--json", "--kafka-brokers=127.0.0.1:1")
 	if code != 1 {
@@ -105,9 +112,7 @@ func TestQuarantineCommands(t *testing.T) {
 	if code != 1 || !strings.Contains(out, ids[0]+": discarded") || !strings.Contains(out, "cannot be retried") {
 		t.Errorf("retry of a discarded event: exit %d, want 1 saying it is discarded\n%s", code, out)
 	}
-	var audits int
-	d.DB.QueryRow("SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND actor = 'oncall'", ids[0]).Scan(&audits)
-	if audits != 1 {
+	if audits := d.Count(t, "SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND actor = 'oncall'", ids[0]); audits != 1 {
 		t.Errorf("%d audit rows, want 1", audits)
 	}
 }
@@ -157,4 +162,29 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMigrateOnEachServer: herald migrate up and status pick the dialect
+// from the address: a postgres:// URL is PostgreSQL.
+func TestMigrateOnEachServer(t *testing.T) {
+	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
+		d := testenv.NewDatabaseOn(t, server)
+		url := "--database-url=" + d.DSN
+		if out, code := run(t, "migrate", "status", url); code != 0 || !strings.Contains(out, "database version 0") || !strings.Contains(out, "pending") {
+			t.Fatalf("status of an empty database: %d\n%s", code, out)
+		}
+		if out, code := run(t, "migrate", "up", url); code != 0 || !strings.Contains(out, "applied migration 1") {
+			t.Fatalf("up: %d\n%s", code, out)
+		}
+		if out, code := run(t, "migrate", "up", url); code != 0 || !strings.Contains(out, "nothing applied") {
+			t.Errorf("second up: %d\n%s", code, out)
+		}
+		out, code := run(t, "migrate", "status", url)
+		if code != 0 || strings.Contains(out, "pending") {
+			t.Errorf("status after up: %d\n%s", code, out)
+		}
+		if n := d.Count(t, "SELECT COUNT(*) FROM outbox_events"); n != 0 {
+			t.Errorf("a fresh outbox holds %d rows", n)
+		}
+	})
 }

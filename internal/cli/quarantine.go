@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func newQuarantineCommand() *cobra.Command {
@@ -116,7 +115,7 @@ func newQuarantineListCommand() *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			list, err := mysql.NewStore(conn).ListQuarantined(cmd.Context(), filter)
+			list, err := store.New(conn, db.dialect()).ListQuarantined(cmd.Context(), filter)
 			if err != nil {
 				return err
 			}
@@ -154,7 +153,7 @@ func newQuarantineShowCommand() *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			d, err := mysql.NewStore(conn).ShowEvent(cmd.Context(), args[0])
+			d, err := store.New(conn, db.dialect()).ShowEvent(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -205,7 +204,7 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			st := mysql.NewStore(conn)
+			st := store.New(conn, db.dialect())
 			if len(ids) == 0 {
 				list, err := st.ListQuarantined(cmd.Context(), filter)
 				if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // TestQuarantineRoundTrip, on a real relay and Kafka: an event too large for
@@ -24,7 +23,11 @@ import (
 // the topic accepts it, `herald quarantine retry` puts it back and the held
 // events follow it in order; the retry is audited.
 func TestQuarantineRoundTrip(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
+	testenv.OnEachServer(t, testQuarantineRoundTrip)
+}
+
+func testQuarantineRoundTrip(t *testing.T, server testenv.Server) {
+	d := testenv.NewHeraldDatabaseOn(t, server)
 	brokers := testenv.KafkaBrokers(t)
 	small := "20000"
 	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 3,
@@ -34,7 +37,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 	pad := make([]byte, 40_000) // random: compression cannot shrink it under the limit
 	rand.Read(pad)
 	big, _ := json.Marshal(map[string]string{"note": base64.StdEncoding.EncodeToString(pad)})
-	w, _ := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
+	w, _ := outbox.NewWriter(outbox.Config{Dialect: d.Dialect})
 	tx, err := d.DB.Begin()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +61,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	st := mysql.NewStore(d.DB)
+	st := d.Store()
 	r, err := relay.New(relay.Config{ID: "roundtrip", Topics: map[string]string{"order": topic}, Lease: 15 * time.Second,
 		PollInterval: 50 * time.Millisecond, BackoffBase: 100 * time.Millisecond}, st, producer)
 	if err != nil {
@@ -76,7 +79,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 		b, err := st.ReadBacklog(ctx)
 		return err == nil && b.Quarantined == 1 && b.Held == 2 && b.Ready+b.BackingOff == 0
 	})
-	dsn := "--mysql-dsn=" + d.DSN
+	dsn := "--database-url=" + d.DSN
 	if out, _ := run(t, "quarantine", "list", dsn, "--class", kafka.ClassTooLarge); !strings.Contains(out, poison) {
 		t.Fatalf("quarantine list does not show the poison event:\n%s", out)
 	}
@@ -96,9 +99,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 		t.Fatalf("retry: exit %d\n%s", code, out)
 	}
 	testenv.Eventually(t, time.Minute, "everything published", func() bool {
-		var n int
-		d.DB.QueryRow("SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL").Scan(&n)
-		return n == 0
+		return d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL") == 0
 	})
 
 	records, err := verify.ReadTopic(ctx, brokers, topic)
@@ -112,9 +113,7 @@ func TestQuarantineRoundTrip(t *testing.T) {
 	if rep := verify.Check(verify.Input{Committed: verify.Events(rows, nil), Records: records}); !rep.OK() {
 		t.Errorf("after the retry the topic is wrong: %s", rep)
 	}
-	var audits int
-	d.DB.QueryRow("SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND action = 'retry' AND actor = 'oncall'", poison).Scan(&audits)
-	if audits != 1 {
+	if audits := d.Count(t, "SELECT COUNT(*) FROM outbox_audit WHERE event_id = ? AND action = 'retry' AND actor = 'oncall'", poison); audits != 1 {
 		t.Errorf("%d audit rows for the retry, want 1", audits)
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // MetricsAddrDefault is where the relay serves /healthz, /readyz and
@@ -148,11 +148,12 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			}
 			defer producer.Close()
 
-			s, err := relay.NewService(svc, mysql.NewStore(conn), producer)
+			s, err := relay.NewService(svc, store.New(conn, db.dialect()), producer)
 			if err != nil {
 				return err
 			}
-			logger.Info("relay connecting", "mysql", mysql.Address(db.dsn), "mysql_tls", db.opts.Mode(),
+			dsn, _ := db.url()
+			logger.Info("relay connecting", "database", database.Address(dsn), "database_tls", database.TLSMode(dsn, db.opts),
 				"kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
 			err = s.Run(ctx)
 			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
@@ -164,7 +165,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	db.register(cmd, env)
 	kf.register(cmd, env)
 	f := cmd.Flags()
-	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id written to locked_by (default <hostname>-<pid>)")
+	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id, the owner of its buckets in outbox_buckets (default <hostname>-<pid>)")
 	f.IntVar(&svc.Relay.BatchSize, "batch-size", relay.BatchSizeDefault, "events per claim")
 	f.DurationVar(&svc.Relay.Lease, "lease", relay.LeaseDefault, "how long the relay's buckets stay its own without renewal (takeover time after a crash)")
 	f.DurationVar(&svc.Relay.PollInterval, "poll-interval", relay.PollIntervalDefault, "wait after a claim that found nothing")

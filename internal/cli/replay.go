@@ -13,7 +13,6 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 func newReplayCommand() *cobra.Command {
@@ -94,7 +93,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			}
 			defer conn.Close()
 			resumeSaved := isDuration(from) || isDuration(to)
-			saved, err := mysql.NewStore(conn).LoadReplayCheckpoint(ctx, checkpoint, sel, resumeSaved)
+			saved, err := store.New(conn, db.dialect()).LoadReplayCheckpoint(ctx, checkpoint, sel, resumeSaved)
 			if errors.Is(err, store.ErrCheckpointMismatch) {
 				return usageError{fmt.Errorf("--checkpoint %s: %w; use a new --checkpoint name for a new replay", checkpoint, err)}
 			}
@@ -135,7 +134,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rreplayed %d event(s) (%.0f/s)   ", n,
 						float64(n)/max(time.Since(start).Seconds(), 0.001))
 				},
-			}, mysql.NewStore(conn), producer)
+			}, store.New(conn, db.dialect()), producer)
 			if err != nil {
 				return usageError{err}
 			}

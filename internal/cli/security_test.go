@@ -47,6 +47,12 @@ func TestSecurityFlagErrors(t *testing.T) {
 			[]string{"--mysql-password-file", missing, "no such file"}},
 		{"MySQL CA that is not PEM", []string{"cleanup", "--retention=48h"}, []string{connenv.MySQLTLSCAFile + "=" + notPEM},
 			[]string{"--mysql-tls-ca-file", notPEM}},
+		{"MySQL TLS flag with a PostgreSQL URL", []string{"migrate", "status", "--database-url=postgres://u@127.0.0.1:1/db",
+			"--mysql-tls=verify-identity"}, nil, []string{"--mysql-tls", "MySQL only", "sslmode"}},
+		{"MySQL TLS variable with a PostgreSQL URL", []string{"quarantine", "list"}, []string{"HERALD_DATABASE_URL=postgres://u@127.0.0.1:1/db",
+			connenv.MySQLTLSCAFile + "=" + notPEM}, []string{"--mysql-tls-ca-file", "MySQL only"}},
+		{"missing password file with a PostgreSQL URL", []string{"cleanup", "--retention=48h", "--database-url=postgres://u@127.0.0.1:1/db",
+			"--mysql-password-file=" + missing}, nil, []string{"--mysql-password-file", missing, "no such file"}},
 		{"drill checks the files it hands on", []string{"drill", "--bin-dir=" + dir, "--kafka-tls-ca-file=" + missing}, nil,
 			[]string{"--kafka-tls-ca-file", missing}},
 	}
@@ -111,6 +117,30 @@ func TestCommandsOverSecuredConnections(t *testing.T) {
 	for _, secret := range []string{canary, testenv.StackKafkaPassword, testenv.StackMySQLTLSPassword} {
 		if strings.Contains(out, secret) {
 			t.Errorf("status --json shows secret %q:\n%s", secret, out)
+		}
+	}
+}
+
+// TestCommandsOverTLSToPostgres: migrate and quarantine list as the
+// PostgreSQL role that must use TLS, the URL asking for it (sslmode
+// verify-full against the stack's CA) and the password kept out of it, in
+// --mysql-password-file or HERALD_MYSQL_PASSWORD; the password shows in no
+// output.
+func TestCommandsOverTLSToPostgres(t *testing.T) {
+	d := testenv.NewHeraldDatabaseOn(t, testenv.PostgreSQL)
+	tlsURL, opts := testenv.StackPostgresTLS(t, d.Name)
+	out, code := run(t, "migrate", "status", "--database-url="+tlsURL, "--mysql-password-file="+opts.PasswordFile)
+	if code != 0 || !strings.Contains(out, "00004") {
+		t.Errorf("migrate status as %s over TLS, password in a file: exit %d\n%s", testenv.StackMySQLTLSUser, code, out)
+	}
+	t.Setenv(connenv.MySQLPassword, testenv.StackMySQLTLSPassword)
+	out2, code := run(t, "quarantine", "list", "--database-url="+tlsURL)
+	if code != 0 {
+		t.Errorf("quarantine list as %s over TLS, password in %s: exit %d\n%s", testenv.StackMySQLTLSUser, connenv.MySQLPassword, code, out2)
+	}
+	for _, o := range []string{out, out2} {
+		if strings.Contains(o, testenv.StackMySQLTLSPassword) {
+			t.Errorf("output shows the password:\n%s", o)
 		}
 	}
 }

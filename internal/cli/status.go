@@ -11,7 +11,6 @@ import (
 
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // relayStatus is a relay that owns buckets (docs/design.md, section 4.1).
@@ -95,7 +94,7 @@ command exits 1.`,
 				return err
 			}
 			defer conn.Close()
-			st := mysql.NewStore(conn)
+			st := store.New(conn, db.dialect())
 			rep := statusReport{At: time.Now().UTC()}
 			if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
 				return err

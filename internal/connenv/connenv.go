@@ -1,8 +1,11 @@
 // Package connenv spells the HERALD_* variables of the secured connections
-// (Kafka's TLS and SASL, MySQL's TLS and password) once, for every herald
-// binary: the CLI binds them to its flags (internal/cli), the example
-// services read them with Kafka and MySQL, and the drills hand them to the
-// processes they start with KafkaEnv and MySQLEnv.
+// (Kafka's TLS and SASL; the database's password, MySQL's or PostgreSQL's,
+// and MySQL's TLS) once, for every herald binary: the CLI binds them to its
+// flags (internal/cli), the example services read them with Kafka and
+// MySQL, and the drills hand them to the processes they start with KafkaEnv
+// and MySQLEnv. The database's variables keep their MySQL names, as
+// HERALD_MYSQL_DSN stays the alias of HERALD_DATABASE_URL; a PostgreSQL URL
+// carries its own TLS settings.
 package connenv
 
 import (
@@ -28,7 +31,8 @@ const (
 	KafkaSASLPassword = "HERALD_KAFKA_SASL_PASSWORD"
 )
 
-// MySQL's variables (mysql.ConnOptions).
+// The database's variables (mysql.ConnOptions; on PostgreSQL only the
+// password ones apply, internal/database).
 const (
 	MySQLTLS           = "HERALD_MYSQL_TLS"
 	MySQLTLSCAFile     = "HERALD_MYSQL_TLS_CA_FILE"
@@ -60,7 +64,7 @@ func Kafka(getenv func(string) string) (kafka.Security, error) {
 	return s, nil
 }
 
-// MySQL reads MySQL's connection options with getenv.
+// MySQL reads the database's connection options with getenv.
 func MySQL(getenv func(string) string) mysql.ConnOptions {
 	return mysql.ConnOptions{
 		TLSMode: getenv(MySQLTLS), TLSCAFile: getenv(MySQLTLSCAFile), TLSCertFile: getenv(MySQLTLSCertFile),

@@ -14,8 +14,8 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Defaults of DemoConfig's fields.
@@ -29,16 +29,16 @@ const (
 )
 
 // DemoConfig shapes `herald demo`: the drills' pipeline with a steady load
-// and no fault. BinDir, MySQLDSN, Brokers and RunDir are required.
+// and no fault. BinDir, DatabaseURL, Brokers and RunDir are required.
 type DemoConfig struct {
-	BinDir   string
-	MySQLDSN string
-	Brokers  []string
-	RunDir   string
-	// Kafka and MySQL are the connection settings, as in Config.
-	// Default to plaintext and none.
-	Kafka kafka.Security
-	MySQL mysql.ConnOptions
+	BinDir      string
+	DatabaseURL string
+	Brokers     []string
+	RunDir      string
+	// Kafka and DatabaseOptions are the connection settings, as in
+	// Config. Default to plaintext and none.
+	Kafka           kafka.Security
+	DatabaseOptions database.ConnOptions
 	// DBPrefix names the databases PREFIXorders, PREFIXinventory and
 	// PREFIXwarehouse, recreated at every run and left afterwards for
 	// `herald status`. Defaults to "herald_demo_".
@@ -79,8 +79,8 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 		dc.Out = io.Discard
 	}
 	cfg := Config{
-		BinDir: dc.BinDir, MySQLDSN: dc.MySQLDSN, Brokers: dc.Brokers, Kafka: dc.Kafka, MySQL: dc.MySQL,
-		RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
+		BinDir: dc.BinDir, DatabaseURL: dc.DatabaseURL, Brokers: dc.Brokers, Kafka: dc.Kafka,
+		DatabaseOptions: dc.DatabaseOptions, RunDir: dc.RunDir, DBPrefix: dc.DBPrefix,
 		Rate: dc.Rate, Out: dc.Out,
 	}.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -95,7 +95,7 @@ func RunDemo(ctx context.Context, dc DemoConfig) error {
 	p.quiet = true
 	defer p.close(false)
 
-	fmt.Fprintf(out, "herald demo: orders API -> MariaDB (order + outbox event in one transaction) -> 2 relays -> Kafka -> inventory consumer (inbox) -> warehouse API\n")
+	fmt.Fprintf(out, "herald demo: orders API -> %s (order + outbox event in one transaction) -> 2 relays -> Kafka -> inventory consumer (inbox) -> warehouse API\n", serverName(dc.DatabaseURL))
 	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := p.setup(setupCtx); err != nil {
@@ -194,7 +194,7 @@ loop:
 		fmt.Fprintf(out, "            last readings saved: %s\n", strings.Join(snapshots, " "))
 	}
 	fmt.Fprintf(out, "  logs      %s\n", filepath.Join(dc.RunDir, "*.log"))
-	fmt.Fprintf(out, "  look      HERALD_MYSQL_DSN=<your DSN with database %s> herald status --topics %s --groups %s\n",
+	fmt.Fprintf(out, "  look      HERALD_DATABASE_URL=<your URL with database %s> herald status --topics %s --groups %s\n",
 		p.dbNames[0], p.topic, p.group)
 	failures := v.Failures(5)
 	if n, err := p.deadLettered(vctx); err == nil && n > 0 {
@@ -280,4 +280,12 @@ func (p *pipeline) deleteOldTopics(ctx context.Context) {
 			p.adm.DeleteTopic(ctx, t)
 		}
 	}
+}
+
+// serverName names the database server dsn reaches, for the demo's banner.
+func serverName(dsn string) string {
+	if database.IsPostgres(dsn) {
+		return "PostgreSQL"
+	}
+	return "MariaDB"
 }

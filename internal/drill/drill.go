@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Defaults of Config's fields.
@@ -39,23 +39,24 @@ const (
 	ConsumerName = "inventory"
 )
 
-// Config shapes a drill run. BinDir, MySQLDSN, Brokers and RunDir are
+// Config shapes a drill run. BinDir, DatabaseURL, Brokers and RunDir are
 // required.
 type Config struct {
 	// BinDir holds the herald, orders, inventory and warehouse binaries
 	// (`make build` puts them into bin/). Required.
 	BinDir string
-	// MySQLDSN reaches the server; each drill creates its own databases
-	// there (the DSN's database is not used). Required.
-	MySQLDSN string
+	// DatabaseURL reaches the server: a postgres:// URL for PostgreSQL, else
+	// a MySQL/MariaDB DSN. Each drill creates its own databases there (the
+	// URL's database is not used). Required.
+	DatabaseURL string
 	// Brokers are Kafka's seed brokers. Required.
 	Brokers []string
 	// Kafka is how every Kafka client of the drill connects: its own, the
 	// relays, the inventory consumer and kcat. Defaults to plaintext.
 	Kafka kafka.Security
-	// MySQL are the options of every database connection of the drill and
-	// its services (TLS, the password). Defaults to none.
-	MySQL mysql.ConnOptions
+	// DatabaseOptions are the options of every database connection of the
+	// drill and its services (TLS to MySQL, the password). Defaults to none.
+	DatabaseOptions database.ConnOptions
 	// RunDir receives one folder of logs per drill. Required.
 	RunDir string
 	// DBPrefix starts the names of the drills' databases and topics:
@@ -88,8 +89,9 @@ type Config struct {
 	// StackDir/node.sh stop|start kafka-N, for the broker that leads
 	// partition 0 of the drill's topic, when the brokers are local.
 	RestartKafka string
-	// RestartMySQL is the same for the database server. Defaults to
-	// StackDir/node.sh stop|start mariadb when the server is local.
+	// RestartMySQL is the same for the database server, MariaDB or
+	// PostgreSQL. Defaults to StackDir/node.sh stop|start mariadb (or
+	// postgres) when the server is local.
 	RestartMySQL string
 	// StackDir holds the local stack's node.sh. Defaults to BinDir/../stack.
 	StackDir string
@@ -165,8 +167,10 @@ func (c Config) validate() error {
 			}
 		}
 	}
-	if c.MySQLDSN == "" {
-		bad("MySQLDSN", "required")
+	if c.DatabaseURL == "" {
+		bad("DatabaseURL", "required")
+	} else if err := database.Check(c.DatabaseURL, database.ConnOptions{}); err != nil {
+		bad("DatabaseURL", "%v", err)
 	}
 	if len(c.Brokers) == 0 {
 		bad("Brokers", "required")
@@ -287,7 +291,7 @@ var Catalog = []Drill{
 		Proves: "producers and consumers ride out a broker restart: nothing lost, order kept, no double effect",
 	},
 	{
-		Name: "mariadb-restart", kind: faultMySQL,
+		Name: "database-restart", kind: faultMySQL,
 		Fault:  "the database server stopped mid-load for the outage, then started",
 		Proves: "every service survives a database restart and reconnects; only requests during the outage fail; nothing committed is lost",
 	},
@@ -320,6 +324,9 @@ func Lookup(spec string) ([]Drill, error) {
 	var out []Drill
 	for _, name := range strings.Split(spec, ",") {
 		name = strings.TrimSpace(name)
+		if name == "mariadb-restart" { // its name before PostgreSQL
+			name = "database-restart"
+		}
 		found := false
 		for _, d := range Catalog {
 			if d.Name == name {

@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -38,7 +41,8 @@ type pipeline struct {
 	topicBase                string // topic is topicBase + a timestamp
 	brokers                  int    // brokers in the cluster
 	replication              int16
-	server                   *sql.DB // the DSN's own database, for CREATE/DROP
+	server                   *sql.DB // the URL's own database, for CREATE/DROP
+	dialect                  store.Dialect
 	ordersDB, invDB, wareDB  *sql.DB
 	kcl                      *kgo.Client
 	adm                      *kadm.Client
@@ -112,23 +116,27 @@ func (p *pipeline) setup(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if p.server, err = mysql.OpenWith(ctx, p.cfg.MySQLDSN, p.cfg.MySQL); err != nil {
+	if p.server, p.dialect, err = database.Open(ctx, p.cfg.DatabaseURL, p.cfg.DatabaseOptions); err != nil {
 		return fmt.Errorf("database server: %w", err)
 	}
 	for i, name := range p.dbNames {
-		if _, err := p.server.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+		if err := database.DropDatabase(ctx, p.server, p.dialect, name); err != nil {
 			return fmt.Errorf("drop database %s: %w", name, err)
 		}
-		if _, err := p.server.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		create := "CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+		if database.OnPostgres(p.dialect) {
+			create = `CREATE DATABASE "` + name + `"`
+		}
+		if _, err := p.server.ExecContext(ctx, create); err != nil {
 			return fmt.Errorf("create database %s: %w", name, err)
 		}
-		if p.dsns[i], err = databaseDSN(p.cfg.MySQLDSN, name); err != nil {
+		if p.dsns[i], err = databaseDSN(p.cfg.DatabaseURL, name); err != nil {
 			return err
 		}
 	}
 	dbs := []**sql.DB{&p.ordersDB, &p.invDB, &p.wareDB}
 	for i, dsn := range p.dsns {
-		if *dbs[i], err = mysql.OpenWith(ctx, dsn, p.cfg.MySQL); err != nil {
+		if *dbs[i], _, err = database.Open(ctx, dsn, p.cfg.DatabaseOptions); err != nil {
 			return fmt.Errorf("open database %s: %w", p.dbNames[i], err)
 		}
 	}
@@ -160,15 +168,27 @@ func (p *pipeline) setup(ctx context.Context) error {
 	return nil
 }
 
+// sql returns a statement written with ? placeholders in the database's
+// form.
+func (p *pipeline) sql(query string) string { return database.Rebind(p.dialect, query) }
+
 // databaseDSN is serverDSN pointed at database name.
 func databaseDSN(serverDSN, name string) (string, error) {
+	if database.IsPostgres(serverDSN) {
+		u, err := url.Parse(serverDSN)
+		if err != nil {
+			return "", fmt.Errorf("database url: %w", err)
+		}
+		u.Path = "/" + name
+		return u.String(), nil
+	}
 	norm, err := mysql.NormalizeDSN(serverDSN)
 	if err != nil {
-		return "", fmt.Errorf("HERALD_MYSQL_DSN: %w", err)
+		return "", fmt.Errorf("database url: %w", err)
 	}
 	c, err := driver.ParseDSN(norm)
 	if err != nil {
-		return "", fmt.Errorf("HERALD_MYSQL_DSN: %w", err)
+		return "", fmt.Errorf("database url: %w", err)
 	}
 	c.DBName = name
 	return mysql.NormalizeDSN(c.FormatDSN())
@@ -228,7 +248,7 @@ func baseEnv() []string {
 // database options, and Kafka's security (the services that do not talk to
 // Kafka ignore it).
 func (p *pipeline) connEnv() []string {
-	env := append(baseEnv(), connenv.MySQLEnv(p.cfg.MySQL)...)
+	env := append(baseEnv(), connenv.MySQLEnv(p.cfg.DatabaseOptions)...)
 	return append(env, connenv.KafkaEnv(p.cfg.Kafka)...)
 }
 
@@ -251,7 +271,7 @@ func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoint
 
 	if p.wareh, err = p.sup.Start(Service{
 		Name: "warehouse", Path: bin("warehouse"), Failpoints: failpoints["warehouse"],
-		Env:    env("HERALD_WAREHOUSE_ADDR="+p.wareAddr, "HERALD_WAREHOUSE_MYSQL_DSN="+p.dsns[2], "HERALD_MYSQL_DSN="+p.dsns[2]),
+		Env:    env("HERALD_WAREHOUSE_ADDR="+p.wareAddr, "HERALD_WAREHOUSE_MYSQL_DSN="+p.dsns[2], "HERALD_DATABASE_URL="+p.dsns[2]),
 		Health: "http://" + p.wareAddr + "/healthz",
 	}); err != nil {
 		return err
@@ -261,7 +281,7 @@ func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoint
 	}
 	if p.inventory, err = p.sup.Start(Service{
 		Name: "inventory", Path: bin("inventory"), Failpoints: failpoints["inventory"],
-		Env: env("HERALD_MYSQL_DSN="+p.dsns[1], "HERALD_KAFKA_BROKERS="+brokers,
+		Env: env("HERALD_DATABASE_URL="+p.dsns[1], "HERALD_KAFKA_BROKERS="+brokers,
 			"HERALD_INVENTORY_TOPICS="+p.topic, "HERALD_INVENTORY_CONSUMER="+ConsumerName,
 			"HERALD_INVENTORY_GROUP="+p.group, "HERALD_WAREHOUSE_URL=http://"+p.wareAddr,
 			"HERALD_INVENTORY_ADDR="+p.invAddr, fmt.Sprintf("HERALD_INVENTORY_DEFAULT_STOCK=%d", InitialStock),
@@ -272,7 +292,7 @@ func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoint
 	}
 	if p.orders, err = p.sup.Start(Service{
 		Name: "orders", Path: bin("orders"), Failpoints: failpoints["orders"],
-		Env:    env("HERALD_ORDERS_ADDR="+p.ordersAddr, "HERALD_MYSQL_DSN="+p.dsns[0], "HERALD_ORDERS_TEST_ROLLBACKS=1"),
+		Env:    env("HERALD_ORDERS_ADDR="+p.ordersAddr, "HERALD_DATABASE_URL="+p.dsns[0], "HERALD_ORDERS_TEST_ROLLBACKS=1"),
 		Health: "http://" + p.ordersAddr + "/healthz",
 	}); err != nil {
 		return err
@@ -298,7 +318,7 @@ func (p *pipeline) startRelays(ctx context.Context, failpoints map[string]string
 		proc, err := p.sup.Start(Service{
 			Name: name, Path: filepath.Join(p.cfg.BinDir, "herald"), Failpoints: failpoints[name],
 			ArgsFor: func(n int) []string { return []string{"relay", "--relay-id", RelayID(name, n)} },
-			Env: append(p.connEnv(), "HERALD_MYSQL_DSN="+p.dsns[0], "HERALD_KAFKA_BROKERS="+strings.Join(p.cfg.Brokers, ","),
+			Env: append(p.connEnv(), "HERALD_DATABASE_URL="+p.dsns[0], "HERALD_KAFKA_BROKERS="+strings.Join(p.cfg.Brokers, ","),
 				"HERALD_TOPICS=order="+p.topic, "HERALD_METRICS_ADDR="+p.relayAddrs[i], "HERALD_LEASE="+p.cfg.Lease.String()),
 			Health: "http://" + p.relayAddrs[i] + "/healthz",
 		})
@@ -417,7 +437,7 @@ func (p *pipeline) close(drop bool) {
 	}
 	if drop && p.server != nil {
 		for _, name := range p.dbNames {
-			if _, err := p.server.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			if err := database.DropDatabase(ctx, p.server, p.dialect, name); err != nil {
 				p.note("drop database %s: %v", name, err)
 			}
 		}
@@ -488,15 +508,15 @@ func (p *pipeline) readState(ctx context.Context) pipelineState {
 	defer cancel()
 	var s pipelineState
 	if err := p.ordersDB.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM orders), COUNT(*),
-		COALESCE(SUM(published_at IS NOT NULL), 0),
-		COALESCE(SUM(published_at IS NULL AND discarded_at IS NULL), 0),
-		COALESCE(SUM(quarantined_at IS NOT NULL AND discarded_at IS NULL), 0)
+		COALESCE(SUM(CASE WHEN published_at IS NOT NULL THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN published_at IS NULL AND discarded_at IS NULL THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN quarantined_at IS NOT NULL AND discarded_at IS NULL THEN 1 ELSE 0 END), 0)
 		FROM outbox_events`).Scan(&s.Orders, &s.Events, &s.Published, &s.Unpublished, &s.Quarantined); err != nil {
 		s.Err = fmt.Errorf("orders database: %w", err)
 		return s
 	}
-	if err := p.invDB.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM consumed_events WHERE consumer_name = ?),
-		(SELECT COUNT(*) FROM warehouse_calls WHERE status = 'pending')`, ConsumerName).Scan(&s.Consumed, &s.PendingCalls); err != nil {
+	if err := p.invDB.QueryRowContext(ctx, p.sql(`SELECT (SELECT COUNT(*) FROM consumed_events WHERE consumer_name = ?),
+		(SELECT COUNT(*) FROM warehouse_calls WHERE status = 'pending')`), ConsumerName).Scan(&s.Consumed, &s.PendingCalls); err != nil {
 		s.Err = fmt.Errorf("inventory database: %w", err)
 		return s
 	}

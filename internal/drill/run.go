@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
 )
@@ -336,14 +338,21 @@ func (r *drillRun) restartCommand() (cmd string, skip string) {
 		if cfg.RestartMySQL != "" {
 			return cfg.RestartMySQL, ""
 		}
-		c, err := driver.ParseDSN(cfg.MySQLDSN)
-		if err != nil || c.Net != "tcp" || !isLocal(c.Addr) {
+		node, addr := "mariadb", ""
+		if database.IsPostgres(cfg.DatabaseURL) {
+			if u, err := url.Parse(cfg.DatabaseURL); err == nil {
+				node, addr = "postgres", u.Host
+			}
+		} else if c, err := driver.ParseDSN(cfg.DatabaseURL); err == nil && c.Net == "tcp" {
+			addr = c.Addr
+		}
+		if addr == "" || !isLocal(addr) {
 			return "", "skipped: the database server is not local; pass --restart-mysql-cmd"
 		}
 		if noStack {
 			return "", "skipped: no " + nodeSh + " (--stack-dir); pass --restart-mysql-cmd"
 		}
-		return shellQuote(nodeSh) + " $1 mariadb", ""
+		return shellQuote(nodeSh) + " $1 " + node, ""
 	}
 	return "", ""
 }
@@ -587,7 +596,7 @@ func (r *drillRun) atDeath(ctx context.Context, exit Exit) {
 					acked++
 				}
 				var published bool
-				if err := p.ordersDB.QueryRowContext(ctx, "SELECT published_at IS NOT NULL FROM outbox_events WHERE id = ?", id).Scan(&published); err == nil && published {
+				if err := p.ordersDB.QueryRowContext(ctx, p.sql("SELECT published_at IS NOT NULL FROM outbox_events WHERE id = ?"), id).Scan(&published); err == nil && published {
 					retaken++ // the dead relay never marked anything after its failpoint
 				}
 			}
@@ -735,7 +744,7 @@ func (r *drillRun) trackRecovery(ctx context.Context) recoveryResult {
 			defer cancel()
 			if ends == nil {
 				var unpublished int
-				if err := p.ordersDB.QueryRowContext(qctx, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND id IN "+in, ids...).Scan(&unpublished); err != nil || unpublished > 0 {
+				if err := p.ordersDB.QueryRowContext(qctx, p.sql("SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND id IN "+in), ids...).Scan(&unpublished); err != nil || unpublished > 0 {
 					return false
 				}
 				offs, err := kafka.EndOffsets(qctx, p.adm, p.topic)
@@ -757,11 +766,11 @@ func (r *drillRun) trackRecovery(ctx context.Context) recoveryResult {
 				}
 			}
 			var consumed, pending int
-			if err := p.invDB.QueryRowContext(qctx, "SELECT COUNT(*) FROM consumed_events WHERE consumer_name = ? AND event_id IN "+in,
+			if err := p.invDB.QueryRowContext(qctx, p.sql("SELECT COUNT(*) FROM consumed_events WHERE consumer_name = ? AND event_id IN "+in),
 				append([]any{ConsumerName}, ids...)...).Scan(&consumed); err != nil || consumed < len(ids) {
 				return false
 			}
-			if err := p.invDB.QueryRowContext(qctx, "SELECT COUNT(*) FROM warehouse_calls WHERE status <> 'done' AND idempotency_key IN "+in, ids...).Scan(&pending); err != nil || pending > 0 {
+			if err := p.invDB.QueryRowContext(qctx, p.sql("SELECT COUNT(*) FROM warehouse_calls WHERE status <> 'done' AND idempotency_key IN "+in), ids...).Scan(&pending); err != nil || pending > 0 {
 				return false
 			}
 			return true

@@ -1,6 +1,7 @@
 // Package localstack says where herald finds its servers when nothing else is
-// configured: the MariaDB and Kafka that `make up` starts, overridable by the
-// HERALD_MYSQL_DSN and HERALD_KAFKA_BROKERS environment variables.
+// configured: the MariaDB, PostgreSQL and Kafka that `make up` starts,
+// overridable by the HERALD_MYSQL_DSN, HERALD_POSTGRES_URL and
+// HERALD_KAFKA_BROKERS environment variables.
 package localstack
 
 import (
@@ -11,6 +12,9 @@ import (
 const (
 	// MySQLDSNDefault is the DSN of `make up`'s MariaDB.
 	MySQLDSNDefault = "herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC"
+	// PostgresURLDefault is the URL of `make up`'s PostgreSQL (no TLS on
+	// the loopback: sslmode=disable saves pgx's TLS attempt per connection).
+	PostgresURLDefault = "postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable"
 	// KafkaBrokersDefault is the bootstrap address of `make up`'s Kafka.
 	KafkaBrokersDefault = "127.0.0.1:9092"
 )
@@ -21,6 +25,28 @@ func MySQLDSN() string {
 		return v
 	}
 	return MySQLDSNDefault
+}
+
+// DatabaseURL returns the database herald's programs use when no flag
+// names one, and the variable it came from: HERALD_DATABASE_URL, else its
+// alias HERALD_MYSQL_DSN, else MySQLDSNDefault (variable ""). A
+// postgres:// URL names PostgreSQL, anything else a MySQL DSN.
+func DatabaseURL() (dsn, variable string) {
+	for _, v := range []string{"HERALD_DATABASE_URL", "HERALD_MYSQL_DSN"} {
+		if dsn := os.Getenv(v); dsn != "" {
+			return dsn, v
+		}
+	}
+	return MySQLDSNDefault, ""
+}
+
+// PostgresURL returns HERALD_POSTGRES_URL, or PostgresURLDefault when it is
+// unset.
+func PostgresURL() string {
+	if v := os.Getenv("HERALD_POSTGRES_URL"); v != "" {
+		return v
+	}
+	return PostgresURLDefault
 }
 
 // KafkaBrokers returns the comma-separated HERALD_KAFKA_BROKERS, or

@@ -25,10 +25,23 @@ func OrderEvents(aggregateIDs ...string) []outbox.Event {
 }
 
 // AddEvents commits events in one transaction with the outbox writer and
-// returns their ids.
+// returns their ids; db is MariaDB (Database.AddEvents serves either
+// server).
 func AddEvents(t testing.TB, db *sql.DB, events ...outbox.Event) []string {
 	t.Helper()
-	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
+	return addEvents(t, db, mysql.Dialect{}, events...)
+}
+
+// AddEvents commits events to d in one transaction with the outbox writer
+// and returns their ids.
+func (d *Database) AddEvents(t testing.TB, events ...outbox.Event) []string {
+	t.Helper()
+	return addEvents(t, d.DB, d.Dialect, events...)
+}
+
+func addEvents(t testing.TB, db *sql.DB, dialect store.WriterDialect, events ...outbox.Event) []string {
+	t.Helper()
+	w, err := outbox.NewWriter(outbox.Config{Dialect: dialect})
 	if err != nil {
 		t.Fatal(err)
 	}

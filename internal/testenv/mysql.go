@@ -12,10 +12,12 @@ import (
 
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
-// Database is an empty MariaDB database that lives as long as one test.
+// Database is an empty database (MariaDB or PostgreSQL) that lives as long
+// as one test.
 type Database struct {
 	// Name is the database (schema) name.
 	Name string
@@ -23,6 +25,10 @@ type Database struct {
 	DSN string
 	// DB is an open pool on the database.
 	DB *sql.DB
+	// Server is the server it lives on.
+	Server Server
+	// Dialect is its herald dialect.
+	Dialect store.Dialect
 }
 
 // NewDatabase creates an empty database for t on the server named by
@@ -65,7 +71,7 @@ func NewDatabase(t testing.TB) *Database {
 		t.Fatalf("open database %s: %v", name, err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &Database{Name: name, DSN: dsn, DB: db}
+	return &Database{Name: name, DSN: dsn, DB: db, Server: MariaDB, Dialect: mysql.Dialect{}}
 }
 
 func randomSuffix() string {
@@ -79,7 +85,12 @@ func randomSuffix() string {
 // NewHeraldDatabase is NewDatabase with herald's schema applied.
 func NewHeraldDatabase(t testing.TB) *Database {
 	t.Helper()
-	d := NewDatabase(t)
+	return migrated(t, NewDatabase(t))
+}
+
+// migrated applies herald's schema to d.
+func migrated(t testing.TB, d *Database) *Database {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := migrations.Herald.Up(ctx, d.DB); err != nil {

@@ -301,7 +301,8 @@ type RelayOptions struct {
 	Name string
 	// ID is HERALD_RELAY_ID. Defaults to Name.
 	ID string
-	// DSN is HERALD_MYSQL_DSN. Required.
+	// DSN is HERALD_DATABASE_URL: a MariaDB DSN or a PostgreSQL URL.
+	// Required.
 	DSN string
 	// Brokers is HERALD_KAFKA_BROKERS. Required.
 	Brokers []string
@@ -327,7 +328,7 @@ func StartRelay(t testing.TB, opts RelayOptions) *Process {
 		opts.ID = opts.Name
 	}
 	env := []string{
-		"HERALD_MYSQL_DSN=" + opts.DSN,
+		"HERALD_DATABASE_URL=" + opts.DSN,
 		"HERALD_KAFKA_BROKERS=" + strings.Join(opts.Brokers, ","),
 		"HERALD_RELAY_ID=" + opts.ID,
 		"HERALD_METRICS_ADDR=127.0.0.1:0",

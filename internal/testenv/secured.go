@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/store/postgres"
 )
 
 // The secured side of the local stack, as stack/up.sh (stack/lib.sh) sets
@@ -36,11 +38,13 @@ const (
 	// StackKafkaTopicPrefix starts the names of the topics, groups and
 	// transactional ids the ACLs let the user have.
 	StackKafkaTopicPrefix = "herald"
-	// StackMySQLTLSUser must connect with TLS (REQUIRE SSL).
+	// StackMySQLTLSUser must connect with TLS (REQUIRE SSL; on PostgreSQL,
+	// a hostssl rule).
 	StackMySQLTLSUser     = "herald_tls"
 	StackMySQLTLSPassword = "herald-tls-secret"
 	// StackMySQLX509User must connect with a client certificate signed by
-	// the stack's CA (REQUIRE X509).
+	// the stack's CA (REQUIRE X509; on PostgreSQL it logs in with the
+	// certificate alone, whose CN herald is mapped to it).
 	StackMySQLX509User     = "herald_x509"
 	StackMySQLX509Password = "herald-x509-secret"
 )
@@ -127,6 +131,31 @@ func StackMySQLTLS(t testing.TB, name string) (string, mysql.ConnOptions) {
 	}
 	db.Close()
 	return cfg.FormatDSN(), opts
+}
+
+// StackPostgresTLS returns a URL of database name for the TLS-only role
+// (the same name and password as StackMySQLTLSUser's), verifying the
+// server against the stack's CA, without its password, and the options
+// that connect it (the password in a file); it fails t when the role
+// cannot connect.
+func StackPostgresTLS(t testing.TB, name string) (string, postgres.ConnOptions) {
+	t.Helper()
+	u, err := url.Parse(localstack.PostgresURL())
+	if err != nil {
+		t.Fatalf("parse HERALD_POSTGRES_URL: %v", err)
+	}
+	u.User, u.Path = url.User(StackMySQLTLSUser), "/"+name
+	q := url.Values{"sslmode": {"verify-full"}, "sslrootcert": {filepath.Join(StackTLSDir(), "ca.pem")}}
+	u.RawQuery = q.Encode()
+	opts := postgres.ConnOptions{PasswordFile: WriteSecret(t, "postgres-password", StackMySQLTLSPassword)}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	db, err := postgres.OpenWith(ctx, u.String(), opts)
+	if err != nil {
+		requireServer(t, "PostgreSQL over TLS (role "+StackMySQLTLSUser+")", err)
+	}
+	db.Close()
+	return u.String(), opts
 }
 
 // WriteSecret writes a secret into a file of t's that only its owner can

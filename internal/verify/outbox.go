@@ -14,18 +14,24 @@ type Row struct {
 	Quarantined bool
 	Discarded   bool
 	Attempts    uint32
-	LockedBy    string
 	ErrorClass  string
 	LastError   string
-	// NextAttemptAt is the lease expiry, retry time or park time.
+	// NextAttemptAt is the lease expiry, retry time or park time; zero when
+	// Never.
 	NextAttemptAt time.Time
+	// Never: next_attempt_at is the dialect's "never" (MySQL's 9999-12-31,
+	// PostgreSQL's 'infinity').
+	Never bool
 }
 
-// LoadOutbox reads every row of outbox_events in db.
+// LoadOutbox reads every row of outbox_events in db, MySQL/MariaDB or
+// PostgreSQL: the statement is written in SQL both speak, and any
+// next_attempt_at past the year 9000 is a dialect's "never".
 func LoadOutbox(ctx context.Context, db *sql.DB) ([]Row, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq,
 		published_at IS NOT NULL, quarantined_at IS NOT NULL, discarded_at IS NOT NULL, attempts,
-		COALESCE(locked_by, ''), COALESCE(error_class, ''), COALESCE(last_error, ''), next_attempt_at
+		COALESCE(error_class, ''), COALESCE(last_error, ''),
+		CASE WHEN next_attempt_at < '9000-01-01' THEN next_attempt_at END
 		FROM outbox_events`)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox_events: %w", err)
@@ -34,10 +40,12 @@ func LoadOutbox(ctx context.Context, db *sql.DB) ([]Row, error) {
 	var out []Row
 	for rows.Next() {
 		var r Row
+		var next sql.NullTime
 		if err := rows.Scan(&r.ID, &r.AggregateType, &r.AggregateID, &r.Seq, &r.Published, &r.Quarantined,
-			&r.Discarded, &r.Attempts, &r.LockedBy, &r.ErrorClass, &r.LastError, &r.NextAttemptAt); err != nil {
+			&r.Discarded, &r.Attempts, &r.ErrorClass, &r.LastError, &next); err != nil {
 			return nil, fmt.Errorf("read outbox_events: %w", err)
 		}
+		r.NextAttemptAt, r.Never = next.Time, !next.Valid
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

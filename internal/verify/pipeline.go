@@ -166,10 +166,15 @@ type InventoryState struct {
 // inbox's consumer name.
 func LoadInventory(ctx context.Context, db *sql.DB, consumer string) (*InventoryState, error) {
 	st := &InventoryState{Consumed: map[string]bool{}, Rejections: map[int64]string{}}
-	err := scanRows(ctx, db, "SELECT event_id FROM consumed_events WHERE consumer_name = ?", []any{consumer}, func(r *sql.Rows) error {
-		var id string
-		err := r.Scan(&id)
-		st.Consumed[id] = true
+	// The consumer is filtered here, not in SQL: placeholders differ
+	// between MySQL and PostgreSQL, and every statement of this package is
+	// written in SQL both speak.
+	err := scanRows(ctx, db, "SELECT consumer_name, event_id FROM consumed_events", nil, func(r *sql.Rows) error {
+		var name, id string
+		err := r.Scan(&name, &id)
+		if name == consumer {
+			st.Consumed[id] = true
+		}
 		return err
 	})
 	if err == nil {

@@ -74,7 +74,7 @@ func TestExampleBinariesAnswerHelp(t *testing.T) {
 		settings []string
 	}{
 		{"./examples/orders", slices.Concat(mysqlVars,
-			[]string{"HERALD_ORDERS_ADDR", "HERALD_MYSQL_DSN", "HERALD_ORDERS_TEST_ROLLBACKS", "HERALD_FAILPOINTS"})},
+			[]string{"HERALD_ORDERS_ADDR", "HERALD_DATABASE_URL", "HERALD_MYSQL_DSN", "HERALD_ORDERS_TEST_ROLLBACKS", "HERALD_FAILPOINTS"})},
 		{"./examples/inventory", append(readBy(func(g func(string) string) { stock.EnvFrom(g) }),
 			"HERALD_LOG_LEVEL", "HERALD_FAILPOINTS")},
 		{"./examples/warehouse", slices.Concat(readBy(func(g func(string) string) { server.EnvFrom(g) }),

@@ -15,8 +15,12 @@ import (
 // TestCrashBetweenCommitAndCall kills the inventory process (SIGKILL, by
 // failpoint) at each of the consumer's two crash windows, then restarts it
 // without the failpoint and checks that the order is reserved once and the
-// warehouse applied exactly one effect.
+// warehouse applied exactly one effect; on each database server.
 func TestCrashBetweenCommitAndCall(t *testing.T) {
+	testenv.OnEachServer(t, testCrashBetweenCommitAndCall)
+}
+
+func testCrashBetweenCommitAndCall(t *testing.T, on testenv.Server) {
 	tests := []struct {
 		failpoint string
 		// offsetCommitted says whether the Kafka offset may have been
@@ -31,7 +35,7 @@ func TestCrashBetweenCommitAndCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.failpoint, func(t *testing.T) {
-			f := newFixture(t, 1)
+			f := newFixtureOn(t, on, 1)
 			eventID, created := event(t, contract.TypeOrderCreated, 11, twoOfSKU1)
 			f.produce(t, "11", created)
 

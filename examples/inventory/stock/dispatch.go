@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/backoff"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
 )
 
 // callTimeout bounds one warehouse call; queryTimeout one statement.
@@ -39,6 +41,7 @@ type pendingCall struct {
 // never runs inside the consumer's transaction.
 type dispatcher struct {
 	db           *sql.DB
+	dialect      store.Dialect
 	client       *http.Client
 	url          string // POST target
 	log          *slog.Logger
@@ -108,14 +111,15 @@ func (d *dispatcher) callKeys(ctx context.Context, keys []string) {
 // them, which may be in another process).
 func (d *dispatcher) sweep(ctx context.Context) {
 	d.callQuery(ctx, "SELECT id, idempotency_key, body, attempts FROM warehouse_calls "+
-		"WHERE status = 'pending' AND next_attempt_at <= NOW(6) AND created_at <= NOW(6) - INTERVAL ? MICROSECOND ORDER BY id LIMIT ?",
+		"WHERE status = 'pending' AND next_attempt_at <= CURRENT_TIMESTAMP(6) AND created_at <= CURRENT_TIMESTAMP(6) - "+
+		database.Microseconds(d.dialect)+" ORDER BY id LIMIT ?",
 		d.grace.Microseconds(), sweepBatch)
 }
 
 func (d *dispatcher) callQuery(ctx context.Context, query string, args ...any) {
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	rows, err := d.db.QueryContext(qctx, query, args...)
+	rows, err := d.db.QueryContext(qctx, database.Rebind(d.dialect, query), args...)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("read pending warehouse calls", "error", err)
@@ -150,8 +154,8 @@ func (d *dispatcher) call(ctx context.Context, c pendingCall) {
 	defer cancel()
 	switch {
 	case err == nil && status >= 200 && status < 300:
-		if _, err := d.db.ExecContext(qctx,
-			"UPDATE warehouse_calls SET status = 'done', done_at = NOW(6), attempts = attempts + 1, last_error = NULL WHERE id = ? AND status = 'pending'",
+		if _, err := d.db.ExecContext(qctx, database.Rebind(d.dialect,
+			"UPDATE warehouse_calls SET status = 'done', done_at = CURRENT_TIMESTAMP(6), attempts = attempts + 1, last_error = NULL WHERE id = ? AND status = 'pending'"),
 			c.id); err != nil {
 			d.log.Warn("mark warehouse call done (it will be repeated; the warehouse replays it)", "event_id", c.key, "error", err)
 			return
@@ -161,8 +165,8 @@ func (d *dispatcher) call(ctx context.Context, c pendingCall) {
 		// The warehouse refuses the request itself (422: the key was used
 		// with another body): retrying cannot help; an operator must look.
 		msg := fmt.Sprintf("warehouse answered %d", status)
-		if _, err := d.db.ExecContext(qctx,
-			"UPDATE warehouse_calls SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ? AND status = 'pending'",
+		if _, err := d.db.ExecContext(qctx, database.Rebind(d.dialect,
+			"UPDATE warehouse_calls SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ? AND status = 'pending'"),
 			msg, c.id); err != nil {
 			d.log.Warn("mark warehouse call failed", "event_id", c.key, "error", err)
 		}
@@ -174,8 +178,9 @@ func (d *dispatcher) call(ctx context.Context, c pendingCall) {
 			msg = kafka.ScrubError(err.Error())
 		}
 		wait := backoff.Delay(c.attempts, d.backoff, d.backoffLimit, rand.Float64())
-		if _, err := d.db.ExecContext(qctx,
-			"UPDATE warehouse_calls SET attempts = attempts + 1, last_error = ?, next_attempt_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND status = 'pending'",
+		if _, err := d.db.ExecContext(qctx, database.Rebind(d.dialect,
+			"UPDATE warehouse_calls SET attempts = attempts + 1, last_error = ?, next_attempt_at = CURRENT_TIMESTAMP(6) + "+
+				database.Microseconds(d.dialect)+" WHERE id = ? AND status = 'pending'"),
 			msg, wait.Microseconds(), c.id); err != nil {
 			d.log.Warn("record warehouse call failure", "event_id", c.key, "error", err)
 		}

@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/connenv"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // Env is the inventory binary's configuration, read from HERALD_*
 // variables (see the command's documentation for the list).
 type Env struct {
-	// DSN is the inventory's database.
+	// DSN is the inventory's database: a postgres:// URL, or a MySQL DSN.
 	DSN string
-	// MySQL are the database connection's TLS and password settings
-	// (connenv: HERALD_MYSQL_TLS*, HERALD_MYSQL_PASSWORD[_FILE]).
-	MySQL mysql.ConnOptions
+	// DatabaseOptions are the database connection's TLS (MySQL only) and
+	// password settings (connenv: HERALD_MYSQL_TLS*,
+	// HERALD_MYSQL_PASSWORD[_FILE]).
+	DatabaseOptions database.ConnOptions
 	// Kafka is how the consumer connects to Kafka (connenv:
 	// HERALD_KAFKA_TLS*, HERALD_KAFKA_SASL_*).
 	Kafka kafka.Security
@@ -41,11 +42,13 @@ func SeedDefault() map[string]int64 {
 // EnvFrom reads Env with getenv (os.Getenv in the binary); an invalid value
 // is an error naming its variable.
 func EnvFrom(getenv func(string) string) (Env, error) {
-	e := Env{DSN: localstack.MySQLDSN(), Seed: SeedDefault()}
-	if v := getenv("HERALD_MYSQL_DSN"); v != "" {
-		e.DSN = v
+	e := Env{DSN: localstack.MySQLDSNDefault, Seed: SeedDefault()}
+	for _, name := range []string{"HERALD_MYSQL_DSN", "HERALD_DATABASE_URL"} { // the alias, then the name
+		if v := getenv(name); v != "" {
+			e.DSN = v
+		}
 	}
-	e.MySQL = connenv.MySQL(getenv)
+	e.DatabaseOptions = connenv.MySQL(getenv)
 	var err error
 	if e.Kafka, err = connenv.Kafka(getenv); err != nil {
 		return Env{}, err

@@ -47,7 +47,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, partitions int32) *fixture {
 	t.Helper()
-	f := &fixture{db: testenv.NewHeraldDatabase(t), brokers: testenv.KafkaBrokers(t)}
+	return newFixtureOn(t, testenv.MariaDB, partitions)
+}
+
+// newFixtureOn is newFixture with the inventory's database on server "on" (the
+// warehouse's stays on MariaDB: it is the other side's service).
+func newFixtureOn(t *testing.T, on testenv.Server, partitions int32) *fixture {
+	t.Helper()
+	f := &fixture{db: testenv.NewHeraldDatabaseOn(t, on), brokers: testenv.KafkaBrokers(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := stock.Migrations.Up(ctx, f.db.DB); err != nil {
@@ -140,7 +147,7 @@ func (f *fixture) lag(t *testing.T) int64 {
 
 func (f *fixture) count(t *testing.T, query string, args ...any) int64 {
 	t.Helper()
-	return queryInt(t, f.db.DB, query, args...)
+	return queryInt(t, f.db.DB, f.db.SQL(query), args...)
 }
 
 func queryInt(t *testing.T, db *sql.DB, query string, args ...any) int64 {
@@ -170,7 +177,7 @@ func getJSON(t *testing.T, url string, v any) {
 // runService runs an in-process inventory service until t ends.
 func runService(t *testing.T, f *fixture, cfg stock.Config) *stock.Service {
 	t.Helper()
-	cfg.DB = f.db.DB
+	cfg.DB, cfg.Dialect = f.db.DB, f.db.Dialect
 	cfg.Brokers = f.brokers
 	cfg.Topics = []string{f.topic}
 	cfg.Group = f.group
@@ -220,7 +227,7 @@ func startInventory(t *testing.T, f *fixture, extra ...string) *testenv.Process 
 		Path:    testenv.Binary(t, "./examples/inventory"),
 		DropEnv: []string{"HERALD_"},
 		Env: append([]string{
-			"HERALD_MYSQL_DSN=" + f.db.DSN,
+			"HERALD_DATABASE_URL=" + f.db.DSN,
 			"HERALD_KAFKA_BROKERS=" + strings.Join(f.brokers, ","),
 			"HERALD_INVENTORY_TOPICS=" + f.topic,
 			"HERALD_INVENTORY_GROUP=" + f.group,

@@ -11,6 +11,8 @@ import (
 
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
+	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/store"
 )
 
 // Warehouse actions, as warehouse_calls.action and the warehouse's API name
@@ -50,9 +52,14 @@ func lines(items []contract.OrderItem) []line {
 
 // reserver applies order events to stock; it is the inbox handler.
 type reserver struct {
+	dialect       store.Dialect
 	autoProvision bool
 	defaultStock  int64
 }
+
+// sql returns a statement written with ? placeholders in the database's
+// form; CURRENT_TIMESTAMP(6) is the clock in both.
+func (r *reserver) sql(query string) string { return database.Rebind(r.dialect, query) }
 
 // Handle dispatches on the payload type; the registry already refused
 // unknown types and versions.
@@ -77,8 +84,8 @@ func (r *reserver) reserve(ctx context.Context, tx *sql.Tx, eventID string, o co
 	// A second guard behind the inbox: an order already reserved or
 	// rejected (say, by an event with another id) is left alone.
 	var seen int
-	if err := tx.QueryRowContext(ctx,
-		"SELECT (SELECT COUNT(*) FROM reservations WHERE order_id = ?) + (SELECT COUNT(*) FROM rejections WHERE order_id = ?)",
+	if err := tx.QueryRowContext(ctx, r.sql(
+		"SELECT (SELECT COUNT(*) FROM reservations WHERE order_id = ?) + (SELECT COUNT(*) FROM rejections WHERE order_id = ?)"),
 		o.OrderID, o.OrderID).Scan(&seen); err != nil {
 		return fmt.Errorf("look up order %d: %w", o.OrderID, err)
 	}
@@ -92,16 +99,16 @@ func (r *reserver) reserve(ctx context.Context, tx *sql.Tx, eventID string, o co
 	}
 	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(ls)), ",") + ")"
 	if r.autoProvision {
-		values := strings.TrimSuffix(strings.Repeat("(?, ?, 0, NOW(6)),", len(ls)), ",")
+		values := strings.TrimSuffix(strings.Repeat("(?, ?, 0, CURRENT_TIMESTAMP(6)),", len(ls)), ",")
 		args := make([]any, 0, 2*len(ls))
 		for _, l := range ls {
 			args = append(args, l.SKU, r.defaultStock)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO stock (sku, available, reserved, updated_at) VALUES "+values+" ON DUPLICATE KEY UPDATE sku = sku", args...); err != nil {
+		if _, err := tx.ExecContext(ctx, r.sql("INSERT INTO stock (sku, available, reserved, updated_at) VALUES "+values+keepExisting(r.dialect, "sku")), args...); err != nil {
 			return fmt.Errorf("provision stock: %w", err)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT sku, available FROM stock WHERE sku IN "+in+" ORDER BY sku FOR UPDATE", skus...)
+	rows, err := tx.QueryContext(ctx, r.sql("SELECT sku, available FROM stock WHERE sku IN "+in+" ORDER BY sku FOR UPDATE"), skus...)
 	if err != nil {
 		return fmt.Errorf("lock stock: %w", err)
 	}
@@ -126,8 +133,8 @@ func (r *reserver) reserve(ctx context.Context, tx *sql.Tx, eventID string, o co
 			if !ok {
 				reason = l.SKU + ": unknown sku"
 			}
-			_, err := tx.ExecContext(ctx,
-				"INSERT INTO rejections (order_id, event_id, reason, created_at) VALUES (?, ?, ?, NOW(6))",
+			_, err := tx.ExecContext(ctx, r.sql(
+				"INSERT INTO rejections (order_id, event_id, reason, created_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP(6))"),
 				o.OrderID, eventID, reason)
 			return err
 		}
@@ -135,28 +142,28 @@ func (r *reserver) reserve(ctx context.Context, tx *sql.Tx, eventID string, o co
 
 	resArgs := make([]any, 0, 4*len(ls))
 	for _, l := range ls {
-		if _, err := tx.ExecContext(ctx,
-			"UPDATE stock SET available = available - ?, reserved = reserved + ?, updated_at = NOW(6) WHERE sku = ?",
+		if _, err := tx.ExecContext(ctx, r.sql(
+			"UPDATE stock SET available = available - ?, reserved = reserved + ?, updated_at = CURRENT_TIMESTAMP(6) WHERE sku = ?"),
 			l.Quantity, l.Quantity, l.SKU); err != nil {
 			return fmt.Errorf("reserve %s: %w", l.SKU, err)
 		}
 		resArgs = append(resArgs, o.OrderID, l.SKU, l.Quantity, eventID)
 	}
-	values := strings.TrimSuffix(strings.Repeat("(?, ?, ?, 'reserved', ?, NOW(6), NOW(6)),", len(ls)), ",")
-	if _, err := tx.ExecContext(ctx,
-		"INSERT INTO reservations (order_id, sku, quantity, status, reserved_event_id, created_at, updated_at) VALUES "+values,
+	values := strings.TrimSuffix(strings.Repeat("(?, ?, ?, 'reserved', ?, CURRENT_TIMESTAMP(6), CURRENT_TIMESTAMP(6)),", len(ls)), ",")
+	if _, err := tx.ExecContext(ctx, r.sql(
+		"INSERT INTO reservations (order_id, sku, quantity, status, reserved_event_id, created_at, updated_at) VALUES "+values),
 		resArgs...); err != nil {
 		return fmt.Errorf("record reservations: %w", err)
 	}
-	return queueCall(ctx, tx, eventID, operation{Action: ActionReserve, OrderID: o.OrderID, Items: ls})
+	return r.queueCall(ctx, tx, eventID, operation{Action: ActionReserve, OrderID: o.OrderID, Items: ls})
 }
 
 // release gives an order's reserved stock back, once, and queues the
 // warehouse call. An order with nothing reserved (rejected, or released
 // already) is left alone.
 func (r *reserver) release(ctx context.Context, tx *sql.Tx, eventID string, o contract.OrderCancelledV1) error {
-	rows, err := tx.QueryContext(ctx,
-		"SELECT sku, quantity FROM reservations WHERE order_id = ? AND status = 'reserved' ORDER BY sku FOR UPDATE", o.OrderID)
+	rows, err := tx.QueryContext(ctx, r.sql(
+		"SELECT sku, quantity FROM reservations WHERE order_id = ? AND status = 'reserved' ORDER BY sku FOR UPDATE"), o.OrderID)
 	if err != nil {
 		return fmt.Errorf("lock reservations of order %d: %w", o.OrderID, err)
 	}
@@ -177,30 +184,30 @@ func (r *reserver) release(ctx context.Context, tx *sql.Tx, eventID string, o co
 		return nil
 	}
 	for _, l := range ls {
-		if _, err := tx.ExecContext(ctx,
-			"UPDATE stock SET available = available + ?, reserved = reserved - ?, updated_at = NOW(6) WHERE sku = ?",
+		if _, err := tx.ExecContext(ctx, r.sql(
+			"UPDATE stock SET available = available + ?, reserved = reserved - ?, updated_at = CURRENT_TIMESTAMP(6) WHERE sku = ?"),
 			l.Quantity, l.Quantity, l.SKU); err != nil {
 			return fmt.Errorf("release %s: %w", l.SKU, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx,
-		"UPDATE reservations SET status = 'released', released_event_id = ?, updated_at = NOW(6) WHERE order_id = ? AND status = 'reserved'",
+	if _, err := tx.ExecContext(ctx, r.sql(
+		"UPDATE reservations SET status = 'released', released_event_id = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE order_id = ? AND status = 'reserved'"),
 		eventID, o.OrderID); err != nil {
 		return fmt.Errorf("release order %d: %w", o.OrderID, err)
 	}
-	return queueCall(ctx, tx, eventID, operation{Action: ActionRelease, OrderID: o.OrderID, Items: ls})
+	return r.queueCall(ctx, tx, eventID, operation{Action: ActionRelease, OrderID: o.OrderID, Items: ls})
 }
 
 // queueCall writes the pending warehouse call in the caller's transaction:
 // if the reservation commits, the call will be made (after the commit, by
 // the dispatcher, or by the sweeper after a crash).
-func queueCall(ctx context.Context, tx *sql.Tx, eventID string, op operation) error {
+func (r *reserver) queueCall(ctx context.Context, tx *sql.Tx, eventID string, op operation) error {
 	body, err := json.Marshal(op)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx,
-		"INSERT INTO warehouse_calls (idempotency_key, action, order_id, body, next_attempt_at, created_at) VALUES (?, ?, ?, ?, NOW(6), NOW(6))",
+	_, err = tx.ExecContext(ctx, r.sql(
+		"INSERT INTO warehouse_calls (idempotency_key, action, order_id, body, next_attempt_at, created_at) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP(6), CURRENT_TIMESTAMP(6))"),
 		eventID, op.Action, op.OrderID, body)
 	if err != nil {
 		return fmt.Errorf("queue warehouse call: %w", err)

@@ -19,17 +19,20 @@ import (
 
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/postgres/*.sql
 var migrationFiles embed.FS
 
 // Migrations is the inventory's schema (stock, reservations, rejections,
 // warehouse_calls), with its own version table. The inbox table comes from
 // migrations.Herald.
-var Migrations = migrations.Set{Name: "inventory", Table: "inventory_schema_migrations", FS: mustSub(migrationFiles, "sql")}
+var Migrations = migrations.Set{Name: "inventory", Table: "inventory_schema_migrations", FS: mustSub(migrationFiles, "sql"),
+	PostgresFS: mustSub(migrationFiles, "sql/postgres")}
 
 // Defaults of Config.
 const (
@@ -63,6 +66,9 @@ type Config struct {
 	ConsumerName string
 	// Group is the Kafka consumer group. Defaults to ConsumerName.
 	Group string
+	// Dialect is DB's: mysql.Dialect{} or postgres.Dialect{}. Defaults to
+	// mysql.Dialect{}.
+	Dialect store.Dialect
 	// WarehouseURL is the warehouse service's base URL. Defaults to
 	// http://127.0.0.1:8081.
 	WarehouseURL string
@@ -102,6 +108,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Dialect == nil {
+		c.Dialect = mysql.Dialect{}
+	}
 	if len(c.Topics) == 0 {
 		c.Topics = []string{contract.TopicOrdersDefault}
 	}
@@ -172,13 +181,13 @@ func New(cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	s := &Service{cfg: cfg, log: cfg.Logger}
 	s.dispatcher = &dispatcher{
-		db: cfg.DB, client: cfg.HTTPClient, url: strings.TrimSuffix(cfg.WarehouseURL, "/") + "/v1/operations",
+		db: cfg.DB, dialect: cfg.Dialect, client: cfg.HTTPClient, url: strings.TrimSuffix(cfg.WarehouseURL, "/") + "/v1/operations",
 		log: cfg.Logger.With("consumer", cfg.ConsumerName), interval: cfg.SweepInterval, grace: cfg.SweepGrace,
 		backoff: 500 * time.Millisecond, backoffLimit: time.Minute,
 		keys: make(chan string, 4096),
 	}
 	c, err := inbox.New(inbox.Config{
-		Dialect:        mysql.Dialect{},
+		Dialect:        cfg.Dialect,
 		ConsumerName:   cfg.ConsumerName,
 		Brokers:        cfg.Brokers,
 		KafkaOptions:   cfg.KafkaOptions,
@@ -186,7 +195,7 @@ func New(cfg Config) (*Service, error) {
 		Group:          cfg.Group,
 		DB:             cfg.DB,
 		Registry:       contract.NewRegistry(),
-		Handler:        &reserver{autoProvision: !cfg.DisableAutoProvision, defaultStock: cfg.DefaultStock},
+		Handler:        &reserver{dialect: cfg.Dialect, autoProvision: !cfg.DisableAutoProvision, defaultStock: cfg.DefaultStock},
 		AfterCommit:    s.afterCommit,
 		BatchSize:      cfg.BatchSize,
 		StartAt:        cfg.StartAt,
@@ -307,16 +316,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // Seed makes sure each SKU has a stock row, creating missing ones with the
-// given available quantity; existing rows are left as they are.
-func Seed(ctx context.Context, db *sql.DB, skus map[string]int64) error {
+// given available quantity; existing rows are left as they are. d is db's
+// dialect.
+func Seed(ctx context.Context, db *sql.DB, d store.Dialect, skus map[string]int64) error {
 	for sku, n := range skus {
-		if _, err := db.ExecContext(ctx,
-			"INSERT INTO stock (sku, available, reserved, updated_at) VALUES (?, ?, 0, NOW(6)) ON DUPLICATE KEY UPDATE sku = sku",
+		if _, err := db.ExecContext(ctx, database.Rebind(d,
+			"INSERT INTO stock (sku, available, reserved, updated_at) VALUES (?, ?, 0, CURRENT_TIMESTAMP(6))"+keepExisting(d, "sku")),
 			sku, n); err != nil {
 			return fmt.Errorf("seed stock %s: %w", sku, err)
 		}
 	}
 	return nil
+}
+
+// keepExisting ends an INSERT so that a row whose key (column) exists is
+// left as it is.
+func keepExisting(d store.Dialect, column string) string {
+	if database.OnPostgres(d) {
+		return " ON CONFLICT (" + column + ") DO NOTHING"
+	}
+	return " ON DUPLICATE KEY UPDATE " + column + " = " + column
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {

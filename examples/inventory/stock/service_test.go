@@ -16,9 +16,13 @@ var twoOfSKU1 = contract.OrderItem{SKU: "SKU-1", Quantity: 2, UnitPrice: "9.99"}
 // TestSameEventDeliveredFiveTimes re-produces one order.created five times:
 // one reservation, one warehouse effect, four duplicate hits. Then the
 // order.cancelled, delivered twice, releases the stock once and makes one
-// more warehouse effect.
+// more warehouse effect; on each database server.
 func TestSameEventDeliveredFiveTimes(t *testing.T) {
-	f := newFixture(t, 1)
+	testenv.OnEachServer(t, testSameEventDeliveredFiveTimes)
+}
+
+func testSameEventDeliveredFiveTimes(t *testing.T, on testenv.Server) {
+	f := newFixtureOn(t, on, 1)
 	createdID, created := event(t, contract.TypeOrderCreated, 7, twoOfSKU1)
 	f.produce(t, "7", created, created, created, created, created)
 	svc := runService(t, f, stock.Config{})
@@ -70,7 +74,7 @@ func TestSameEventDeliveredFiveTimes(t *testing.T) {
 // reserved or called; the next order that fits is reserved.
 func TestShortStockRejectsOnce(t *testing.T) {
 	f := newFixture(t, 1)
-	if err := stock.Seed(t.Context(), f.db.DB, map[string]int64{"SKU-1": 3}); err != nil {
+	if err := stock.Seed(t.Context(), f.db.DB, f.db.Dialect, map[string]int64{"SKU-1": 3}); err != nil {
 		t.Fatal(err)
 	}
 	_, tooBig := event(t, contract.TypeOrderCreated, 1, contract.OrderItem{SKU: "SKU-1", Quantity: 5, UnitPrice: "1.00"})

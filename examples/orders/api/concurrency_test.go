@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/testenv"
 )
 
 // TestConcurrentCreateAndCancel: 16 clients create orders (some rolled back
@@ -15,9 +16,14 @@ import (
 // handler, racing on the same orders. Afterwards every committed order has
 // exactly its events (order.created, then order.cancelled iff it is
 // cancelled, in aggregate_seq order), every cancel but one per order was
-// refused, event ids are unique, and rolled-back orders left nothing.
+// refused, event ids are unique, and rolled-back orders left nothing; on
+// each database server.
 func TestConcurrentCreateAndCancel(t *testing.T) {
-	s := newService(t, api.Config{AllowRollbackHeader: true})
+	testenv.OnEachServer(t, testConcurrentCreateAndCancel)
+}
+
+func testConcurrentCreateAndCancel(t *testing.T, server testenv.Server) {
+	s := newServiceOn(t, server, api.Config{AllowRollbackHeader: true})
 	const clients, perClient = 16, 12
 
 	var (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -37,14 +38,17 @@ type Config struct {
 	// DB is where orders and their events are written, in one transaction.
 	// Its schema must be migrated first (Migrate). Required.
 	DB *sql.DB
+	// Dialect is DB's: mysql.Dialect{} or postgres.Dialect{}. Defaults to
+	// mysql.Dialect{}.
+	Dialect store.Dialect
 	// Addr is the TCP address Run listens on; port 0 picks a free port (the
 	// "listening" log line names it). Defaults to "127.0.0.1:8080".
 	Addr string
 	// Logger receives the service's structured logs. Defaults to JSON on
 	// stderr.
 	Logger *slog.Logger
-	// Outbox shapes the outbox writer; its Dialect defaults to
-	// mysql.Dialect{}. Defaults to outbox.Config{}.
+	// Outbox shapes the outbox writer; its Dialect defaults to Dialect.
+	// Defaults to outbox.Config{}.
 	Outbox outbox.Config
 	// RequestTimeout bounds the database work of one request; a request
 	// that runs out of it is rolled back and answered 503. Defaults to 5 s.
@@ -80,8 +84,11 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
+	if c.Dialect == nil {
+		c.Dialect = mysql.Dialect{}
+	}
 	if c.Outbox.Dialect == nil {
-		c.Outbox.Dialect = mysql.Dialect{}
+		c.Outbox.Dialect = c.Dialect
 	}
 	for _, d := range []struct {
 		field *time.Duration

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/herald-outbox/herald/internal/database"
 )
 
 // Error codes of the API's error answers.
@@ -85,7 +86,8 @@ func (e deliberateRollback) Error() string {
 // statement).
 func databaseUnreachable(err error) bool {
 	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqldriver.ErrInvalidConn)
+	return errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqldriver.ErrInvalidConn) ||
+		database.Unavailable(err)
 }
 
 // fail answers err: its own status for an *apiError, 503 when the database

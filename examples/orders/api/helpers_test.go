@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +27,20 @@ type service struct {
 
 func newService(t testing.TB, cfg api.Config) *service {
 	t.Helper()
-	d := testenv.NewDatabase(t)
+	return newServiceOn(t, testenv.MariaDB, cfg)
+}
+
+// newServiceOn is newService on a database of server.
+func newServiceOn(t testing.TB, server testenv.Server, cfg api.Config) *service {
+	t.Helper()
+	d := testenv.NewDatabaseOn(t, server)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := api.Migrate(ctx, d.DB); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	d.DB.SetMaxOpenConns(40)
-	cfg.DB = d.DB
+	cfg.DB, cfg.Dialect = d.DB, d.Dialect
 	cfg.Logger = slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := api.New(cfg)
 	if err != nil {
@@ -144,9 +151,9 @@ type outboxEvent struct {
 // events returns the outbox events of one order, in aggregate_seq order.
 func (s *service) events(orderID int64) []outboxEvent {
 	s.t.Helper()
-	rows, err := s.db.DB.Query(`SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
-		payload, COALESCE(headers, '') FROM outbox_events WHERE aggregate_type = 'order' AND aggregate_id = ? ORDER BY aggregate_seq`,
-		orderID)
+	rows, err := s.db.DB.Query(s.db.SQL(`SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
+		payload, headers FROM outbox_events WHERE aggregate_type = 'order' AND aggregate_id = ? ORDER BY aggregate_seq`),
+		strconv.FormatInt(orderID, 10))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -169,7 +176,7 @@ func (s *service) events(orderID int64) []outboxEvent {
 func (s *service) orderExists(id int64) bool {
 	s.t.Helper()
 	var n int
-	if err := s.db.DB.QueryRow("SELECT COUNT(*) FROM orders WHERE id = ?", id).Scan(&n); err != nil {
+	if err := s.db.DB.QueryRow(s.db.SQL("SELECT COUNT(*) FROM orders WHERE id = ?"), id).Scan(&n); err != nil {
 		s.t.Fatal(err)
 	}
 	return n > 0

@@ -7,13 +7,19 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
+	"github.com/herald-outbox/herald/internal/testenv"
 )
 
 // TestIdempotencyKey: a retry with the same key and the same order gets the
 // first answer and creates nothing; the same key with another order is
-// refused; concurrent requests with one key create one order.
+// refused; concurrent requests with one key create one order. On each
+// database server: on PostgreSQL the taken key aborts the transaction.
 func TestIdempotencyKey(t *testing.T) {
-	s := newService(t, api.Config{})
+	testenv.OnEachServer(t, testIdempotencyKey)
+}
+
+func testIdempotencyKey(t *testing.T, server testenv.Server) {
+	s := newServiceOn(t, server, api.Config{})
 
 	t.Run("retry returns the first order", func(t *testing.T) {
 		first := s.do("POST", "/orders", validOrder, "Idempotency-Key", "retry-1")

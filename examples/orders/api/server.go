@@ -234,7 +234,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	o, err := loadOrder(ctx, s.cfg.DB, id, false)
+	o, err := s.loadOrder(ctx, s.cfg.DB, id, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -10,26 +10,19 @@ import (
 	"strconv"
 	"strings"
 
-	driver "github.com/go-sql-driver/mysql"
-
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/outbox"
 )
 
-// txAttempts bounds how often a transaction is run again after InnoDB chose
-// it as a deadlock victim (it was rolled back whole, so running it again is
+// txAttempts bounds how often a transaction is run again after the database
+// rolled it back for a reason that passes (a deadlock victim, a
+// serialization failure: it was rolled back whole, so running it again is
 // safe), or after an Idempotency-Key row vanished between two reads.
 const txAttempts = 5
 
-// MySQL error numbers the service branches on.
-const (
-	erDupEntry = 1062
-	erDeadlock = 1213
-)
-
-func mysqlErrorIs(err error, number uint16) bool {
-	var me *driver.MySQLError
-	return errors.As(err, &me) && me.Number == number
-}
+// sql returns a statement written with ? placeholders in the database's
+// form (PostgreSQL numbers them); CURRENT_TIMESTAMP(6) is the clock in both.
+func (s *Server) sql(query string) string { return database.Rebind(s.cfg.Dialect, query) }
 
 // inTx runs fn in a transaction and commits it; an error from fn or from the
 // commit rolls everything back.
@@ -82,8 +75,8 @@ func (s *Server) createOrder(ctx context.Context, req createOrder, key string, r
 				return c, lerr
 			}
 			// The key was deleted after our insert failed: try again.
-		case mysqlErrorIs(err, erDeadlock):
-			s.log.WarnContext(ctx, "create order: deadlock, running the transaction again", "error", err.Error())
+		case s.cfg.Dialect.IsTransient(err):
+			s.log.WarnContext(ctx, "create order: rolled back by the database (deadlock), running the transaction again", "error", err.Error())
 		default:
 			return created{}, err
 		}
@@ -95,16 +88,18 @@ func (s *Server) tryCreateOrder(ctx context.Context, req createOrder, key string
 	var c created
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if key != "" {
-			_, err := tx.ExecContext(ctx,
-				"INSERT INTO idempotency_keys (idempotency_key, request_hash, created_at) VALUES (?, ?, NOW(6))", key, hash)
-			if mysqlErrorIs(err, erDupEntry) {
+			// A duplicate key aborts a PostgreSQL transaction: this one is
+			// over either way, and replay reads the key outside it.
+			_, err := tx.ExecContext(ctx, s.sql(
+				"INSERT INTO idempotency_keys (idempotency_key, request_hash, created_at) VALUES (?, ?, CURRENT_TIMESTAMP(6))"), key, hash)
+			if database.IsDuplicate(err) {
 				return errKeyTaken
 			}
 			if err != nil {
 				return fmt.Errorf("reserve idempotency key: %w", err)
 			}
 		}
-		o, err := insertOrder(ctx, tx, req)
+		o, err := s.insertOrder(ctx, tx, req)
 		if err != nil {
 			return err
 		}
@@ -126,8 +121,8 @@ func (s *Server) tryCreateOrder(ctx context.Context, req createOrder, key string
 			return fmt.Errorf("encode answer: %w", err)
 		}
 		if key != "" {
-			_, err := tx.ExecContext(ctx,
-				"UPDATE idempotency_keys SET order_id = ?, response_status = ?, response_body = ? WHERE idempotency_key = ?",
+			_, err := tx.ExecContext(ctx, s.sql(
+				"UPDATE idempotency_keys SET order_id = ?, response_status = ?, response_body = ? WHERE idempotency_key = ?"),
 				o.id, c.status, string(c.body), key)
 			if err != nil {
 				return fmt.Errorf("record idempotency key: %w", err)
@@ -147,8 +142,8 @@ func (s *Server) replay(ctx context.Context, key string, hash []byte) (c created
 		status     sql.NullInt32
 		body       sql.NullString
 	)
-	err = s.cfg.DB.QueryRowContext(ctx,
-		"SELECT request_hash, order_id, response_status, response_body FROM idempotency_keys WHERE idempotency_key = ?", key).
+	err = s.cfg.DB.QueryRowContext(ctx, s.sql(
+		"SELECT request_hash, order_id, response_status, response_body FROM idempotency_keys WHERE idempotency_key = ?"), key).
 		Scan(&storedHash, &orderID, &status, &body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -164,15 +159,19 @@ func (s *Server) replay(ctx context.Context, key string, hash []byte) (c created
 	return created{status: int(status.Int32), body: []byte(body.String), orderID: orderID.Int64, replayed: true}, true, nil
 }
 
-func insertOrder(ctx context.Context, tx *sql.Tx, req createOrder) (order, error) {
+func (s *Server) insertOrder(ctx context.Context, tx *sql.Tx, req createOrder) (order, error) {
 	o := order{customerID: req.customerID, status: StatusCreated, items: req.items, total: totalOf(req.items)}
-	res, err := tx.ExecContext(ctx,
-		"INSERT INTO orders (customer_id, status, total_amount, created_at, updated_at) VALUES (?, ?, ?, NOW(6), NOW(6))",
-		o.customerID, o.status, money(o.total))
-	if err != nil {
-		return order{}, fmt.Errorf("insert order: %w", err)
+	var err error
+	const insert = "INSERT INTO orders (customer_id, status, total_amount, created_at, updated_at) VALUES (?, ?, ?, CURRENT_TIMESTAMP(6), CURRENT_TIMESTAMP(6))"
+	if database.OnPostgres(s.cfg.Dialect) {
+		err = tx.QueryRowContext(ctx, s.sql(insert+" RETURNING id"), o.customerID, o.status, money(o.total)).Scan(&o.id)
+	} else {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, insert, o.customerID, o.status, money(o.total)); err == nil {
+			o.id, err = res.LastInsertId()
+		}
 	}
-	if o.id, err = res.LastInsertId(); err != nil {
+	if err != nil {
 		return order{}, fmt.Errorf("insert order: %w", err)
 	}
 	var q strings.Builder
@@ -185,7 +184,7 @@ func insertOrder(ctx context.Context, tx *sql.Tx, req createOrder) (order, error
 		q.WriteString("(?, ?, ?, ?, ?)")
 		args = append(args, o.id, i+1, it.sku, it.quantity, money(it.unitPrice))
 	}
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, s.sql(q.String()), args...); err != nil {
 		return order{}, fmt.Errorf("insert items of order %d: %w", o.id, err)
 	}
 	return o, nil
@@ -223,14 +222,14 @@ func (s *Server) cancelOrder(ctx context.Context, id int64) (order, string, erro
 	for range txAttempts {
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
-			if o, err = loadOrder(ctx, tx, id, true); err != nil {
+			if o, err = s.loadOrder(ctx, tx, id, true); err != nil {
 				return err
 			}
 			if o.status == StatusCancelled {
 				return errAlreadyCancelled
 			}
-			if _, err := tx.ExecContext(ctx,
-				"UPDATE orders SET status = ?, updated_at = NOW(6) WHERE id = ?", StatusCancelled, id); err != nil {
+			if _, err := tx.ExecContext(ctx, s.sql(
+				"UPDATE orders SET status = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE id = ?"), StatusCancelled, id); err != nil {
 				return fmt.Errorf("cancel order %d: %w", id, err)
 			}
 			o.status = StatusCancelled
@@ -241,10 +240,10 @@ func (s *Server) cancelOrder(ctx context.Context, id int64) (order, string, erro
 			eventID = ids[0]
 			return nil
 		})
-		if !mysqlErrorIs(err, erDeadlock) {
+		if !s.cfg.Dialect.IsTransient(err) {
 			break
 		}
-		s.log.WarnContext(ctx, "cancel order: deadlock, running the transaction again", "order_id", id, "error", err.Error())
+		s.log.WarnContext(ctx, "cancel order: rolled back by the database (deadlock), running the transaction again", "order_id", id, "error", err.Error())
 	}
 	return o, eventID, err
 }
@@ -257,21 +256,21 @@ type querier interface {
 
 // loadOrder reads order id and its items; forUpdate locks the order row
 // until the transaction ends.
-func loadOrder(ctx context.Context, q querier, id int64, forUpdate bool) (order, error) {
+func (s *Server) loadOrder(ctx context.Context, q querier, id int64, forUpdate bool) (order, error) {
 	query := "SELECT id, customer_id, status, total_amount, created_at, updated_at FROM orders WHERE id = ?"
 	if forUpdate {
 		query += " FOR UPDATE"
 	}
 	var o order
-	err := q.QueryRowContext(ctx, query, id).Scan(&o.id, &o.customerID, &o.status, &o.total, &o.createdAt, &o.updatedAt)
+	err := q.QueryRowContext(ctx, s.sql(query), id).Scan(&o.id, &o.customerID, &o.status, &o.total, &o.createdAt, &o.updatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return order{}, errNotFound
 	}
 	if err != nil {
 		return order{}, fmt.Errorf("read order %d: %w", id, err)
 	}
-	rows, err := q.QueryContext(ctx,
-		"SELECT sku, quantity, unit_price FROM order_items WHERE order_id = ? ORDER BY line_no", id)
+	rows, err := q.QueryContext(ctx, s.sql(
+		"SELECT sku, quantity, unit_price FROM order_items WHERE order_id = ? ORDER BY line_no"), id)
 	if err != nil {
 		return order{}, fmt.Errorf("read items of order %d: %w", id, err)
 	}

@@ -8,8 +8,9 @@ import (
 const (
 	// EnvAddr is the listen address. Defaults to 127.0.0.1:8081.
 	EnvAddr = "HERALD_WAREHOUSE_ADDR"
-	// EnvMySQLDSN is the warehouse's database. Defaults to HERALD_MYSQL_DSN,
-	// then the local stack's.
+	// EnvMySQLDSN is the warehouse's database (a postgres:// URL, or a
+	// MySQL DSN). Defaults to HERALD_DATABASE_URL, then its alias
+	// HERALD_MYSQL_DSN, then the local stack's.
 	EnvMySQLDSN = "HERALD_WAREHOUSE_MYSQL_DSN"
 )
 
@@ -25,8 +26,10 @@ func EnvFrom(getenv func(string) string) Env {
 	if e.Addr == "" {
 		e.Addr = AddrDefault
 	}
-	if e.DSN == "" {
-		e.DSN = getenv("HERALD_MYSQL_DSN")
+	for _, name := range []string{"HERALD_DATABASE_URL", "HERALD_MYSQL_DSN"} {
+		if e.DSN == "" {
+			e.DSN = getenv(name)
+		}
 	}
 	if e.DSN == "" {
 		e.DSN = localstack.MySQLDSNDefault

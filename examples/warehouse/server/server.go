@@ -17,17 +17,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/herald-outbox/herald/examples/contract"
+	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/postgres/*.sql
 var migrationFiles embed.FS
 
 // Migrations is the warehouse's schema, with its own version table.
-var Migrations = migrations.Set{Name: "warehouse", Table: "warehouse_schema_migrations", FS: mustSub(migrationFiles, "sql")}
+var Migrations = migrations.Set{Name: "warehouse", Table: "warehouse_schema_migrations", FS: mustSub(migrationFiles, "sql"),
+	PostgresFS: mustSub(migrationFiles, "sql/postgres")}
 
 // Defaults of Config.
 const (
@@ -51,6 +53,9 @@ type Config struct {
 	Addr string
 	// DB holds the warehouse's tables (see Migrations). Required.
 	DB *sql.DB
+	// Dialect is DB's: mysql.Dialect{} or postgres.Dialect{}. Defaults to
+	// mysql.Dialect{}.
+	Dialect store.Dialect
 	// Logger receives requests that failed. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -70,6 +75,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = AddrDefault
+	}
+	if cfg.Dialect == nil {
+		cfg.Dialect = mysql.Dialect{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -222,6 +230,10 @@ func (s *Server) postOperation(w http.ResponseWriter, r *http.Request) {
 	w.Write(resp)
 }
 
+// sql returns a statement written with ? placeholders in the database's
+// form; CURRENT_TIMESTAMP(6) is the clock in both.
+func (s *Server) sql(query string) string { return database.Rebind(s.cfg.Dialect, query) }
+
 var errKeyReused = errors.New("idempotency key reused with a different body")
 
 // apply records the key and applies op in one transaction, or returns the
@@ -232,32 +244,34 @@ func (s *Server) apply(ctx context.Context, key, hash string, op Operation) (sta
 		return 0, nil, false, err
 	}
 	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx,
-		"INSERT INTO warehouse_requests (idempotency_key, request_sha256, status_code, response_body, created_at) VALUES (?, ?, 0, '', NOW(6))",
+	_, err = tx.ExecContext(ctx, s.sql(
+		"INSERT INTO warehouse_requests (idempotency_key, request_sha256, status_code, response_body, created_at) VALUES (?, ?, 0, '', CURRENT_TIMESTAMP(6))"),
 		key, hash)
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1062 {
-		tx.Rollback()
+	if database.IsDuplicate(err) {
+		tx.Rollback() // PostgreSQL has aborted it already
 		return s.replay(ctx, key, hash)
 	}
 	if err != nil {
 		return 0, nil, false, err
 	}
 	items, _ := json.Marshal(op.Items)
-	res, err := tx.ExecContext(ctx,
-		"INSERT INTO warehouse_effects (idempotency_key, action, order_id, items, created_at) VALUES (?, ?, ?, ?, NOW(6))",
-		key, op.Action, op.OrderID, items)
-	if err != nil {
-		return 0, nil, false, err
+	const insert = "INSERT INTO warehouse_effects (idempotency_key, action, order_id, items, created_at) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP(6))"
+	var id int64
+	if database.OnPostgres(s.cfg.Dialect) {
+		err = tx.QueryRowContext(ctx, s.sql(insert+" RETURNING id"), key, op.Action, op.OrderID, items).Scan(&id)
+	} else {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, insert, key, op.Action, op.OrderID, items); err == nil {
+			id, err = res.LastInsertId()
+		}
 	}
-	id, err := res.LastInsertId()
 	if err != nil {
 		return 0, nil, false, err
 	}
 	body, _ = json.Marshal(Applied{ID: id, IdempotencyKey: key, Action: op.Action, OrderID: op.OrderID, Items: op.Items, AppliedAt: time.Now().UTC()})
-	if _, err := tx.ExecContext(ctx,
-		"UPDATE warehouse_requests SET status_code = ?, response_body = ? WHERE idempotency_key = ?",
-		http.StatusCreated, body, key); err != nil {
+	if _, err := tx.ExecContext(ctx, s.sql(
+		"UPDATE warehouse_requests SET status_code = ?, response_body = ? WHERE idempotency_key = ?"),
+		http.StatusCreated, string(body), key); err != nil {
 		return 0, nil, false, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -270,8 +284,8 @@ func (s *Server) replay(ctx context.Context, key, hash string) (int, []byte, boo
 	var storedHash string
 	var status int
 	var body []byte
-	err := s.cfg.DB.QueryRowContext(ctx,
-		"SELECT request_sha256, status_code, response_body FROM warehouse_requests WHERE idempotency_key = ?", key).
+	err := s.cfg.DB.QueryRowContext(ctx, s.sql(
+		"SELECT request_sha256, status_code, response_body FROM warehouse_requests WHERE idempotency_key = ?"), key).
 		Scan(&storedHash, &status, &body)
 	if err != nil {
 		return 0, nil, false, err
@@ -279,8 +293,8 @@ func (s *Server) replay(ctx context.Context, key, hash string) (int, []byte, boo
 	if storedHash != hash {
 		return 0, nil, false, errKeyReused
 	}
-	if _, err := s.cfg.DB.ExecContext(ctx,
-		"UPDATE warehouse_requests SET replays = replays + 1 WHERE idempotency_key = ?", key); err != nil {
+	if _, err := s.cfg.DB.ExecContext(ctx, s.sql(
+		"UPDATE warehouse_requests SET replays = replays + 1 WHERE idempotency_key = ?"), key); err != nil {
 		return 0, nil, false, err
 	}
 	return status, body, true, nil
@@ -300,9 +314,9 @@ func (s *Server) getOperation(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	rec := KeyRecord{IdempotencyKey: r.PathValue("key")}
 	var body []byte
-	err := s.cfg.DB.QueryRowContext(ctx, `SELECT status_code, replays, response_body,
+	err := s.cfg.DB.QueryRowContext(ctx, s.sql(`SELECT status_code, replays, response_body,
 		(SELECT COUNT(*) FROM warehouse_effects e WHERE e.idempotency_key = q.idempotency_key)
-		FROM warehouse_requests q WHERE idempotency_key = ?`, rec.IdempotencyKey).
+		FROM warehouse_requests q WHERE idempotency_key = ?`), rec.IdempotencyKey).
 		Scan(&rec.StatusCode, &rec.Replays, &body, &rec.Effects)
 	if errors.Is(err, sql.ErrNoRows) {
 		writeError(w, http.StatusNotFound, "no request with this idempotency key")

@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// ReadBacklog implements store.OperationsDialect. Every figure comes from
+// an indexed range (idx_ready, idx_failures_failed_at).
+func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog, error) {
+	b := store.Backlog{FailuresLastHour: map[string]int64{}}
+	var (
+		now         time.Time
+		oldestReady sql.NullTime
+	)
+	err := q.QueryRowContext(ctx, `SELECT statement_timestamp(), count(*), min(next_attempt_at)
+		FROM outbox_events
+		WHERE published_at IS NULL AND next_attempt_at <= statement_timestamp()`).Scan(&now, &b.Ready, &oldestReady)
+	if err != nil {
+		return b, err
+	}
+	if oldestReady.Valid {
+		b.OldestReadyAge = max(now.Sub(oldestReady.Time), 0)
+	}
+
+	// Rows outside the claim range: normally few (backoffs, held and
+	// quarantined events).
+	var oldestParked, oldestQuarantined sql.NullTime
+	const parked = `quarantined_at IS NULL AND discarded_at IS NULL`
+	err = q.QueryRowContext(ctx, `SELECT
+		count(*) FILTER (WHERE `+parked+` AND error_class IS DISTINCT FROM $1),
+		count(*) FILTER (WHERE `+parked+` AND error_class = $1),
+		count(*) FILTER (WHERE quarantined_at IS NOT NULL AND discarded_at IS NULL),
+		count(*) FILTER (WHERE discarded_at IS NOT NULL),
+		count(DISTINCT (aggregate_type, aggregate_id))
+			FILTER (WHERE error_class = $1 AND quarantined_at IS NULL AND discarded_at IS NULL),
+		min(occurred_at) FILTER (WHERE quarantined_at IS NULL AND discarded_at IS NULL),
+		min(occurred_at) FILTER (WHERE quarantined_at IS NOT NULL AND discarded_at IS NULL)
+		FROM outbox_events
+		WHERE published_at IS NULL AND next_attempt_at > $2`, store.ErrorClassHeld, now).
+		Scan(&b.BackingOff, &b.Held, &b.Quarantined, &b.Discarded, &b.HeldAggregates,
+			&oldestParked, &oldestQuarantined)
+	if err != nil {
+		return b, err
+	}
+	if oldestParked.Valid {
+		b.OldestParkedAge = max(now.Sub(oldestParked.Time), 0)
+	}
+	if oldestQuarantined.Valid {
+		b.OldestQuarantinedAge = max(now.Sub(oldestQuarantined.Time), 0)
+	}
+
+	hourAgo := now.Add(-time.Hour)
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM outbox_events
+		WHERE published_at > $1`, hourAgo).Scan(&b.PublishedLastHour); err != nil {
+		return b, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT error_class, count(*) FROM outbox_failures
+		WHERE failed_at > $1 GROUP BY error_class`, hourAgo)
+	if err != nil {
+		return b, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var class string
+		var n int64
+		if err := rows.Scan(&class, &n); err != nil {
+			return b, err
+		}
+		b.FailuresLastHour[class] = n
+	}
+	return b, rows.Err()
+}

@@ -1,0 +1,179 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// bucketExpr is an aggregate's bucket (docs/design.md, section 4.1), as
+// BucketOf computes it: the first byte of the SHA-256 of the UTF-8 bytes
+// of aggregate_type, a zero byte and aggregate_id, modulo 64. sha256() is
+// a documented function (PostgreSQL 11+, available in FIPS mode, unlike
+// md5()) that Go reproduces bit for bit; hashtext() and its kin are
+// internal and may change between releases. convert_to makes the bytes
+// UTF-8 whatever the database's encoding, and text cannot hold the zero
+// byte, so the key is built as bytea (decode, not a '\x00' literal, whose
+// reading depends on standard_conforming_strings).
+var bucketExpr = fmt.Sprintf(`mod(get_byte(sha256(convert_to(aggregate_type, 'UTF8') || decode('00', 'hex') || `+
+	`convert_to(aggregate_id, 'UTF8')), 0), %d)`, store.BucketCount)
+
+// readyColumns are the columns of a claimed event, in scan order.
+var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
+       occurred_at, attempts, COALESCE(error_class, ''), ` + bucketExpr + `, next_attempt_at`
+
+// claimQuery reads the oldest ready events, walking idx_ready in index
+// order (no sort). A backoff or a hold keeps next_attempt_at in the future
+// and quarantined rows sit at 'infinity', all outside the range. The ORDER
+// BY names published_at, constant (NULL) in the range, so it is idx_ready's
+// own order: the planner does not treat "IS NULL" as an equality that would
+// let it drop the column; idx_ready ends with id (PostgreSQL's indexes,
+// unlike InnoDB's, do not end with the primary key by themselves), so the
+// order is total. statement_timestamp() is stable within the statement, so
+// it bounds the index scan (clock_timestamp() could not). It takes no
+// lock. %s takes the bucket, cursor and aggregate filters, and $1 is the
+// limit.
+var claimQuery = `SELECT ` + readyColumns + `
+FROM outbox_events
+WHERE published_at IS NULL AND next_attempt_at <= statement_timestamp()%s
+ORDER BY published_at, next_attempt_at, occurred_at, id
+LIMIT $1`
+
+// BucketOf implements store.ClaimDialect, as bucketExpr computes it.
+func (Dialect) BucketOf(aggregateType, aggregateID string) int {
+	sum := sha256.Sum256([]byte(aggregateType + "\x00" + aggregateID))
+	return int(sum[0]) % store.BucketCount
+}
+
+// ReadReady implements store.ClaimDialect.
+func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {
+	query, args := ReadyQuery(r)
+	return readEvents(ctx, q, query, args...)
+}
+
+// ReadyQuery is the statement ReadReady runs for r, and its arguments.
+// Exported for tests that EXPLAIN it.
+func ReadyQuery(r store.ReadyRequest) (string, []any) {
+	var filter strings.Builder
+	args := []any{r.Limit}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if r.Buckets != nil {
+		filter.WriteString(" AND " + bucketExpr + " = ANY(" + param(r.Buckets) + "::int[])")
+	}
+	if r.HandedOver {
+		filter.WriteString(" AND error_class IS NOT NULL")
+	}
+	if c := r.After; c != nil {
+		// A row comparison is an index condition of idx_ready: the scan
+		// starts after the cursor instead of wading through the rows
+		// before it.
+		fmt.Fprintf(&filter, " AND (next_attempt_at, occurred_at, id) > (%s::timestamptz, %s::timestamptz, %s::uuid)",
+			param(c.NextAttemptAt.UTC()), param(c.OccurredAt.UTC()), param(c.ID))
+	}
+	if len(r.Exclude) > 0 {
+		types, ids := make([]string, len(r.Exclude)), make([]string, len(r.Exclude))
+		for i, k := range r.Exclude {
+			types[i], ids[i] = k.AggregateType, k.AggregateID
+		}
+		fmt.Fprintf(&filter, " AND (aggregate_type, aggregate_id) NOT IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+			param(types), param(ids))
+	}
+	return fmt.Sprintf(claimQuery, filter.String()), args
+}
+
+// ReadEvents implements store.ClaimDialect.
+func (Dialect) ReadEvents(ctx context.Context, q store.Querier, ids []string) ([]store.Event, error) {
+	events, _, err := readEvents(ctx, q, `SELECT `+readyColumns+` FROM outbox_events
+		WHERE id = ANY($1::uuid[]) AND published_at IS NULL AND next_attempt_at <= statement_timestamp()`, ids)
+	return events, err
+}
+
+func readEvents(ctx context.Context, q store.Querier, query string, args ...any) ([]store.Event, store.ReadyCursor, error) {
+	var last store.ReadyCursor
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, last, err
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var (
+			e       store.Event
+			headers []byte
+		)
+		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.SchemaVersion,
+			&e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &e.Bucket, &last.NextAttemptAt); err != nil {
+			return nil, last, err
+		}
+		e.OccurredAt, last.NextAttemptAt = e.OccurredAt.UTC(), last.NextAttemptAt.UTC()
+		last.OccurredAt, last.ID = e.OccurredAt, e.ID
+		if headers != nil {
+			if err := json.Unmarshal(headers, &e.Headers); err != nil {
+				return nil, last, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, last, rows.Err()
+}
+
+// predecessorsQuery looks the keys up in uq_aggregate_seq, one probe per
+// key, the keys passed as three parallel arrays (one statement text for any
+// number of keys: prepared once per connection).
+var predecessorsQuery = `
+SELECT statement_timestamp(), e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.id,
+       e.published_at IS NOT NULL OR e.discarded_at IS NOT NULL, e.quarantined_at IS NOT NULL,
+       ` + finiteOrNull("e.next_attempt_at") + `
+FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(aggregate_type, aggregate_id, aggregate_seq)
+JOIN outbox_events e ON e.aggregate_type = k.aggregate_type AND e.aggregate_id = k.aggregate_id
+  AND e.aggregate_seq = k.aggregate_seq`
+
+// ReadPredecessors implements store.ClaimDialect.
+func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []store.SeqKey) (time.Time, map[store.SeqKey]store.Predecessor, error) {
+	found := make(map[store.SeqKey]store.Predecessor, len(keys))
+	var now time.Time
+	if len(keys) == 0 {
+		return now, found, nil
+	}
+	types, ids, seqs := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		types[i], ids[i], seqs[i] = k.AggregateType, k.AggregateID, int64(k.Seq)
+	}
+	rows, err := q.QueryContext(ctx, predecessorsQuery, types, ids, seqs)
+	if err != nil {
+		return now, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k    store.SeqKey
+			p    store.Predecessor
+			next sql.NullTime
+		)
+		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined, &next); err != nil {
+			return now, nil, err
+		}
+		p.Forever, p.NextAttempt = !next.Valid, next.Time.UTC()
+		found[k] = p
+	}
+	return now.UTC(), found, rows.Err() // now is zero when none was found: no fate then depends on it
+}
+
+// Hold implements store.ClaimDialect.
+func (Dialect) Hold(ctx context.Context, q store.Querier, ids []string, h store.Hold) error {
+	_, err := q.ExecContext(ctx, `UPDATE outbox_events
+		SET next_attempt_at = COALESCE($1::timestamptz, `+never+`), error_class = $2, last_error = $3
+		WHERE id = ANY($4::uuid[]) AND published_at IS NULL`,
+		holdUntil(h), store.ErrorClassHeld, store.HeldMessage(h.Behind), ids)
+	return err
+}

@@ -1,0 +1,39 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// Cleanup deletes a batch chosen in the order of an index on the time
+// column (LIMIT in a subquery: PostgreSQL's DELETE has none). The
+// subquery's FOR UPDATE re-checks its condition on each row's newest
+// version, and SKIP LOCKED passes over rows a relay or an operator is
+// changing at that moment, so cleanup never waits on live traffic; a
+// passed-over row is deleted by a later pass. PostgreSQL takes no gap
+// locks, so no range is locked against writers.
+
+// DeletePublished implements store.OperationsDialect. Published rows sort
+// after the unpublished ones (NULL last) in idx_ready: the subquery walks
+// only them.
+func (Dialect) DeletePublished(ctx context.Context, q store.Querier, cutoff time.Time, limit int) (int64, error) {
+	return affected(q.ExecContext(ctx, `DELETE FROM outbox_events WHERE id IN (
+		SELECT id FROM outbox_events WHERE published_at IS NOT NULL AND published_at < $1
+		ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC(), limit))
+}
+
+// DeleteFailures implements store.OperationsDialect.
+func (Dialect) DeleteFailures(ctx context.Context, q store.Querier, cutoff time.Time, limit int) (int64, error) {
+	return affected(q.ExecContext(ctx, `DELETE FROM outbox_failures WHERE id IN (
+		SELECT id FROM outbox_failures WHERE failed_at < $1
+		ORDER BY failed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC(), limit))
+}
+
+// DeleteConsumed implements store.OperationsDialect.
+func (Dialect) DeleteConsumed(ctx context.Context, q store.Querier, cutoff time.Time, limit int) (int64, error) {
+	return affected(q.ExecContext(ctx, `DELETE FROM consumed_events WHERE (consumer_name, event_id) IN (
+		SELECT consumer_name, event_id FROM consumed_events WHERE consumed_at < $1
+		ORDER BY consumed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC(), limit))
+}

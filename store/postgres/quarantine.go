@@ -1,0 +1,216 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+// waitingBehindWhere selects the unpublished events after ($1, $2, $3) in
+// their aggregate, not quarantined or discarded themselves: the events that
+// wait for it.
+const waitingBehindWhere = `aggregate_type = $1 AND aggregate_id = $2 AND aggregate_seq > $3
+	AND published_at IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL`
+
+// heldBehindWhere narrows waitingBehindWhere to the events held behind it;
+// $4 is the held error class.
+const heldBehindWhere = waitingBehindWhere + ` AND error_class = $4`
+
+func heldBehindArgs(k store.SeqKey) []any {
+	return []any{k.AggregateType, k.AggregateID, int64(k.Seq), store.ErrorClassHeld}
+}
+
+// ListQuarantined implements store.OperationsDialect. Quarantined rows sit
+// at next_attempt_at = 'infinity': the idx_ready range finds them without
+// scanning the table.
+func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.QuarantineFilter) ([]store.QuarantinedEvent, error) {
+	where := []string{"e.quarantined_at IS NOT NULL", "e.discarded_at IS NULL"}
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.Replace(cond, "?", "$"+strconv.Itoa(len(args)), 1))
+	}
+	if f.AggregateType != "" {
+		add("e.aggregate_type = ?", f.AggregateType)
+	}
+	if f.AggregateID != "" {
+		add("e.aggregate_id = ?", f.AggregateID)
+	}
+	if f.EventType != "" {
+		add("e.event_type = ?", f.EventType)
+	}
+	if f.ErrorClass != "" {
+		add("e.error_class = ?", f.ErrorClass)
+	}
+	if !f.Since.IsZero() {
+		add("e.quarantined_at >= ?", f.Since.UTC())
+	}
+	if !f.Until.IsZero() {
+		add("e.quarantined_at < ?", f.Until.UTC())
+	}
+	args = append(args, f.Limit)
+	rows, err := q.QueryContext(ctx, `
+		SELECT e.id, e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.event_type, e.attempts,
+		       COALESCE(e.error_class, ''), COALESCE(e.last_error, ''), e.occurred_at, e.quarantined_at,
+		       (SELECT count(*) FROM outbox_events h -- waitingBehindWhere, correlated
+		         WHERE h.aggregate_type = e.aggregate_type AND h.aggregate_id = e.aggregate_id
+		           AND h.aggregate_seq > e.aggregate_seq AND h.published_at IS NULL
+		           AND h.quarantined_at IS NULL AND h.discarded_at IS NULL)
+		FROM outbox_events e
+		WHERE e.published_at IS NULL AND e.next_attempt_at = `+never+` AND `+strings.Join(where, " AND ")+`
+		ORDER BY e.quarantined_at, e.id LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.QuarantinedEvent
+	for rows.Next() {
+		var e store.QuarantinedEvent
+		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.Attempts,
+			&e.ErrorClass, &e.LastError, &e.OccurredAt, &e.QuarantinedAt, &e.HeldBehind); err != nil {
+			return nil, err
+		}
+		e.OccurredAt, e.QuarantinedAt = e.OccurredAt.UTC(), e.QuarantinedAt.UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// ReadEvent implements store.OperationsDialect.
+func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock bool) (store.EventRow, error) {
+	var (
+		r                                 store.EventRow
+		headers                           []byte
+		quarantined, published, discarded sql.NullTime
+		next                              sql.NullTime
+		errorClass, lastError             sql.NullString
+	)
+	query := `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
+		attempts, error_class, last_error, occurred_at, quarantined_at, published_at, discarded_at,
+		` + finiteOrNull("next_attempt_at") + `
+		FROM outbox_events WHERE id = $1`
+	if lock {
+		query += " FOR UPDATE"
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return r, store.ErrEventNotFound // not even a UUID: no event has it
+	}
+	err := q.QueryRowContext(ctx, query, id).Scan(
+		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &headers,
+		&r.Attempts, &errorClass, &lastError, &r.OccurredAt, &quarantined, &published, &discarded,
+		&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, store.ErrEventNotFound
+	}
+	if err != nil {
+		return r, err
+	}
+	r.ErrorClass, r.LastError = errorClass.String, lastError.String
+	r.OccurredAt = r.OccurredAt.UTC()
+	r.Forever, r.NextAttemptAt = !next.Valid, next.Time.UTC()
+	if headers != nil {
+		if err := json.Unmarshal(headers, &r.Headers); err != nil {
+			return r, fmt.Errorf("headers: %w", err)
+		}
+	}
+	r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
+	return r, nil
+}
+
+// ReadFailures implements store.OperationsDialect.
+func (Dialect) ReadFailures(ctx context.Context, q store.Querier, id string) ([]store.FailureRecord, error) {
+	rows, err := q.QueryContext(ctx, `SELECT failed_at, relay_id, attempt, error_class, error, quarantined
+		FROM outbox_failures WHERE event_id = $1 ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.FailureRecord
+	for rows.Next() {
+		var f store.FailureRecord
+		if err := rows.Scan(&f.At, &f.RelayID, &f.Attempt, &f.ErrorClass, &f.Error, &f.Quarantined); err != nil {
+			return nil, err
+		}
+		f.At = f.At.UTC()
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// ReadAudit implements store.OperationsDialect.
+func (Dialect) ReadAudit(ctx context.Context, q store.Querier, id string) ([]store.AuditRecord, error) {
+	rows, err := q.QueryContext(ctx, `SELECT at, actor, action, COALESCE(event_id::text, ''), COALESCE(reason, ''), details
+		FROM outbox_audit WHERE event_id = $1 ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.AuditRecord
+	for rows.Next() {
+		var a store.AuditRecord
+		var details []byte
+		if err := rows.Scan(&a.At, &a.Actor, &a.Action, &a.EventID, &a.Reason, &details); err != nil {
+			return nil, err
+		}
+		a.At = a.At.UTC()
+		if details != nil {
+			a.Details = json.RawMessage(details)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// CountBehind implements store.OperationsDialect.
+func (Dialect) CountBehind(ctx context.Context, q store.Querier, k store.SeqKey, heldOnly bool) (int, error) {
+	query, args := waitingBehindWhere, heldBehindArgs(k)[:3]
+	if heldOnly {
+		query, args = heldBehindWhere, heldBehindArgs(k)
+	}
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM outbox_events WHERE `+query, args...).Scan(&n)
+	return n, err
+}
+
+// ReleaseHeldBehind implements store.OperationsDialect.
+func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.SeqKey) error {
+	_, err := q.ExecContext(ctx, `UPDATE outbox_events
+		SET next_attempt_at = statement_timestamp(), error_class = NULL, last_error = NULL
+		WHERE `+heldBehindWhere, heldBehindArgs(k)...)
+	return err
+}
+
+// Requeue implements store.OperationsDialect.
+func (Dialect) Requeue(ctx context.Context, q store.Querier, id string) error {
+	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET quarantined_at = NULL, next_attempt_at = statement_timestamp(),
+		attempts = 0, error_class = NULL, last_error = NULL WHERE id = $1`, id)
+	return err
+}
+
+// Discard implements store.OperationsDialect.
+func (Dialect) Discard(ctx context.Context, q store.Querier, id string) error {
+	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET discarded_at = statement_timestamp() WHERE id = $1`, id)
+	return err
+}
+
+// AppendAudit implements store.OperationsDialect.
+func (Dialect) AppendAudit(ctx context.Context, q store.Querier, a store.AuditRecord) error {
+	var details, eventID any
+	if a.Details != nil {
+		details = string(a.Details)
+	}
+	if a.EventID != "" {
+		eventID = a.EventID
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO outbox_audit (at, actor, action, event_id, reason, details)
+		VALUES (statement_timestamp(), $1, $2, $3, NULLIF($4, ''), $5)`, a.Actor, a.Action, eventID, a.Reason, details)
+	return err
+}
