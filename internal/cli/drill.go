@@ -20,7 +20,7 @@ var drillFlagOfField = map[string]string{
 	"BinDir": "--bin-dir", "DatabaseURL": "--database-url", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
 	"DBPrefix": "--db-prefix", "Events": "--events", "Rate": "--rate", "Concurrency": "--concurrency",
 	"Lease": "--lease", "SessionTimeout": "--session-timeout", "Outage": "--outage",
-	"RestartDelay": "--restart-delay", "Timeout": "--timeout",
+	"RestartDelay": "--restart-delay", "Timeout": "--timeout", "Source": "--source",
 }
 
 func newDrillCommand() *cobra.Command {
@@ -48,6 +48,10 @@ reserved once with one warehouse effect (released once if cancelled),
 per-aggregate order on the topic; and it counts duplicates and measures
 recovery.
 
+--source binlog runs the relays with --source binlog: one leads the
+stream, the other stands by; the stream-crash-* drills crash the leader in
+the stream's windows, where the relay-crash-* drills crash a polling relay.
+
 Writes a JSON report (--report) and a Markdown summary next to it; exits 1
 if any drill failed or could not complete. Logs of every process are kept
 under --run-dir.
@@ -61,18 +65,21 @@ stop or start as $1), or those drills are skipped.`,
 			out := cmd.OutOrStdout()
 			if list {
 				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "DRILL\tWINDOW\tFAULT")
+				fmt.Fprintln(w, "DRILL\tWINDOW\tSOURCE\tFAULT")
 				for _, d := range drill.Catalog {
-					window := "-"
+					window, source := "-", "any"
 					if d.Window > 0 {
 						window = fmt.Sprint(d.Window)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\n", d.Name, window, d.Fault)
-					fmt.Fprintf(w, "\t\tproves: %s\n", d.Proves)
+					if d.Source != "" {
+						source = d.Source
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.Name, window, source, d.Fault)
+					fmt.Fprintf(w, "\t\t\tproves: %s\n", d.Proves)
 				}
 				return w.Flush()
 			}
-			drills, err := drill.Lookup(names)
+			drills, err := drill.Lookup(names, cfg.Source)
 			if err != nil {
 				return usageError{fmt.Errorf("--drill: %w", err)}
 			}
@@ -118,6 +125,7 @@ stop or start as $1), or those drills are skipped.`,
 	f := cmd.Flags()
 	f.BoolVar(&list, "list", false, "list the drills and exit")
 	f.StringVar(&names, "drill", "all", "drills to run: all, or names separated by commas (see --list)")
+	f.StringVar(&cfg.Source, "source", drill.SourcePoll, "the relays' --source: poll, or binlog (MariaDB/MySQL); --drill all runs the drills of that source")
 	f.IntVar(&cfg.Events, "events", drill.EventsDefault, "orders per drill")
 	f.Float64Var(&cfg.Rate, "rate", drill.RateDefault, "orders per second")
 	f.IntVar(&cfg.Concurrency, "concurrency", drill.ConcurrencyDefault, "concurrent HTTP clients")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ const (
 	RestartDelayDefault = time.Second
 	// TimeoutDefault is Config.Timeout's default.
 	TimeoutDefault = 2 * time.Minute
+	// SourcePoll and SourceBinlog are the relays' --source: Config.Source.
+	SourcePoll   = "poll"
+	SourceBinlog = "binlog"
 	// InitialStock is every SKU's stock when a drill starts.
 	InitialStock = 1_000_000
 	// ConsumerName is the inventory's inbox consumer name in drills.
@@ -59,6 +63,10 @@ type Config struct {
 	DatabaseOptions database.ConnOptions
 	// RunDir receives one folder of logs per drill. Required.
 	RunDir string
+	// Source is the relays' --source: SourcePoll (the default) or
+	// SourceBinlog (MariaDB/MySQL only). It decides which drills apply
+	// (Drill.Source).
+	Source string
 	// DBPrefix starts the names of the drills' databases and topics:
 	// PREFIX<drill>_orders, _inventory, _warehouse. Defaults to
 	// "herald_drill_".
@@ -105,6 +113,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Source == "" {
+		c.Source = SourcePoll
+	}
 	if c.DBPrefix == "" {
 		c.DBPrefix = DBPrefixDefault
 	}
@@ -171,6 +182,12 @@ func (c Config) validate() error {
 		bad("DatabaseURL", "required")
 	} else if err := database.Check(c.DatabaseURL, database.ConnOptions{}); err != nil {
 		bad("DatabaseURL", "%v", err)
+	}
+	switch {
+	case c.Source != SourcePoll && c.Source != SourceBinlog:
+		bad("Source", "%q: want %s or %s", c.Source, SourcePoll, SourceBinlog)
+	case c.Source == SourceBinlog && database.IsPostgres(c.DatabaseURL):
+		bad("Source", "%s reads the MariaDB/MySQL binlog; PostgreSQL has no change stream source, use %s", SourceBinlog, SourcePoll)
 	}
 	if len(c.Brokers) == 0 {
 		bad("Brokers", "required")
@@ -245,6 +262,10 @@ type Drill struct {
 	// Proves says what passing shows.
 	Proves string
 
+	// Source, when set, is the only relay source the drill applies to
+	// (its failpoint is on that source's path).
+	Source string
+
 	kind faultKind
 	// target is the failpoint's service; failpoint its name; crashAt the
 	// hit that crashes, given the orders of the drill.
@@ -274,7 +295,7 @@ var Catalog = []Drill{
 		Proves: "events committed while no relay runs are published afterwards: nothing lost, nothing published early",
 	},
 	{
-		Name: "relay-crash-after-ack", Window: 2, kind: faultFailpoint,
+		Name: "relay-crash-after-ack", Window: 2, Source: SourcePoll, kind: faultFailpoint,
 		target: "relay-1", failpoint: "relay.after_ack_before_mark", crashAt: fixed(5),
 		Fault:  "relay-1 SIGKILLed after Kafka acknowledged its 5th batch, before marking it published",
 		Proves: "an acknowledged but unmarked batch is published again by another lease: duplicates, never losses; the inbox absorbs them",
@@ -302,10 +323,22 @@ var Catalog = []Drill{
 		Proves: "a warehouse call lost with the process is made by the sweeper after the restart, and applied once (idempotency key)",
 	},
 	{
-		Name: "relay-crash-after-claim", kind: faultFailpoint,
+		Name: "relay-crash-after-claim", Source: SourcePoll, kind: faultFailpoint,
 		target: "relay-1", failpoint: "relay.after_claim", crashAt: fixed(5),
 		Fault:  "relay-1 SIGKILLed right after committing its 5th claim, before any Kafka I/O",
 		Proves: "a dead relay's lease expires and another relay publishes its batch: nothing lost, order kept",
+	},
+	{
+		Name: "stream-crash-after-ack", Window: 2, Source: SourceBinlog, kind: faultFailpoint,
+		target: "relay-1", failpoint: "stream.after_ack_before_checkpoint", crashAt: fixed(5),
+		Fault:  "relay-1, the stream's leader, SIGKILLed after Kafka acknowledged its 5th streamed batch, before marking it and saving the checkpoint",
+		Proves: "the next leader resumes at the last checkpoint and publishes the unmarked batch again: duplicates, never losses; the inbox absorbs them",
+	},
+	{
+		Name: "stream-crash-after-read", Source: SourceBinlog, kind: faultFailpoint,
+		target: "relay-1", failpoint: "stream.after_read", crashAt: fixed(5),
+		Fault:  "relay-1, the stream's leader, SIGKILLed right after reading its 5th batch from the binlog, before any Kafka I/O",
+		Proves: "the stream's lease expires and the next leader reads the batch again from the checkpoint: nothing lost, order kept",
 	},
 	{
 		Name: "orders-crash-after-commit", Window: 1, kind: faultFailpoint,
@@ -315,11 +348,22 @@ var Catalog = []Drill{
 	},
 }
 
-// Lookup returns the drills named by spec: "all", or names separated by
-// commas.
-func Lookup(spec string) ([]Drill, error) {
+// Lookup returns the drills named by spec for relays of source (a
+// Config.Source; "" is SourcePoll): "all" (every drill that applies to the
+// source), or names separated by commas.
+func Lookup(spec, source string) ([]Drill, error) {
+	if source == "" {
+		source = SourcePoll
+	}
+	applies := func(d Drill) bool { return d.Source == "" || d.Source == source }
 	if spec == "" || spec == "all" {
-		return Catalog, nil
+		var out []Drill
+		for _, d := range Catalog {
+			if applies(d) {
+				out = append(out, d)
+			}
+		}
+		return out, nil
 	}
 	var out []Drill
 	for _, name := range strings.Split(spec, ",") {
@@ -327,20 +371,18 @@ func Lookup(spec string) ([]Drill, error) {
 		if name == "mariadb-restart" { // its name before PostgreSQL
 			name = "database-restart"
 		}
-		found := false
-		for _, d := range Catalog {
-			if d.Name == name {
-				out = append(out, d)
-				found = true
-			}
-		}
-		if !found {
+		i := slices.IndexFunc(Catalog, func(d Drill) bool { return d.Name == name })
+		switch {
+		case i < 0:
 			names := make([]string, len(Catalog))
 			for i, d := range Catalog {
 				names[i] = d.Name
 			}
 			return nil, fmt.Errorf("unknown drill %q (known: all, %s)", name, strings.Join(names, ", "))
+		case !applies(Catalog[i]):
+			return nil, fmt.Errorf("drill %q runs with --source %s, not %s", name, Catalog[i].Source, source)
 		}
+		out = append(out, Catalog[i])
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,10 @@ func TestDrillCommandFailsOnBadFlags(t *testing.T) {
 		{[]string{"--events", "3"}, "--events: at least 10"},
 		{[]string{"--bin-dir", t.TempDir()}, "--bin-dir: no herald binary"},
 		{[]string{"--db-prefix", "x-y"}, "--db-prefix"},
+		{[]string{"--drill", "stream-crash-after-read"}, "--drill: drill \"stream-crash-after-read\" runs with --source binlog, not poll"},
+		{[]string{"--source", "binlog", "--drill", "relay-crash-after-claim"}, "runs with --source poll, not binlog"},
+		{[]string{"--source", "cdc"}, `--source: "cdc": want poll or binlog`},
+		{[]string{"--source", "binlog", "--database-url", "postgres://herald:herald@127.0.0.1:5432/herald"}, "--source: binlog reads the MariaDB/MySQL binlog"},
 	}
 	for _, tt := range tests {
 		cmd := exec.Command(herald, append([]string{"drill"}, tt.args...)...)
@@ -113,6 +118,28 @@ func TestDrillCommandFailsOnBadFlags(t *testing.T) {
 	for _, d := range drill.Catalog {
 		if !strings.Contains(string(out), d.Name) {
 			t.Errorf("--list lacks %s:\n%s", d.Name, out)
+		}
+	}
+}
+
+// TestLookupBySource: "all" is every drill of the relays' source.
+func TestLookupBySource(t *testing.T) {
+	for _, source := range []string{drill.SourcePoll, drill.SourceBinlog} {
+		drills, err := drill.Lookup("all", source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, d := range drills {
+			names = append(names, d.Name)
+			if d.Source != "" && d.Source != source {
+				t.Errorf("all with %s includes %s, a drill of %s", source, d.Name, d.Source)
+			}
+		}
+		for _, d := range drill.Catalog {
+			if (d.Source == "" || d.Source == source) && !slices.Contains(names, d.Name) {
+				t.Errorf("all with %s lacks %s", source, d.Name)
+			}
 		}
 	}
 }

@@ -309,7 +309,9 @@ func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoint
 }
 
 // startRelays starts the two relays (the orders API has migrated the
-// outbox by now) and waits until they serve /healthz.
+// outbox by now) and waits until they serve /healthz. With the binlog
+// source, relay-2 starts only once relay-1 leads the stream, so the
+// stream-crash-* drills' failpoints (on relay-1) are on the leader.
 func (p *pipeline) startRelays(ctx context.Context, failpoints map[string]string) error {
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -319,20 +321,40 @@ func (p *pipeline) startRelays(ctx context.Context, failpoints map[string]string
 			Name: name, Path: filepath.Join(p.cfg.BinDir, "herald"), Failpoints: failpoints[name],
 			ArgsFor: func(n int) []string { return []string{"relay", "--relay-id", RelayID(name, n)} },
 			Env: append(p.connEnv(), "HERALD_DATABASE_URL="+p.dsns[0], "HERALD_KAFKA_BROKERS="+strings.Join(p.cfg.Brokers, ","),
-				"HERALD_TOPICS=order="+p.topic, "HERALD_METRICS_ADDR="+p.relayAddrs[i], "HERALD_LEASE="+p.cfg.Lease.String()),
+				"HERALD_TOPICS=order="+p.topic, "HERALD_METRICS_ADDR="+p.relayAddrs[i], "HERALD_LEASE="+p.cfg.Lease.String(),
+				"HERALD_SOURCE="+p.cfg.Source),
 			Health: "http://" + p.relayAddrs[i] + "/healthz",
 		})
 		if err != nil {
 			return err
 		}
 		p.relays = append(p.relays, proc)
-	}
-	for _, r := range p.relays {
-		if err := r.WaitReady(readyCtx, 1); err != nil {
+		if err := proc.WaitReady(readyCtx, 1); err != nil {
 			return err
+		}
+		if i == 0 && p.cfg.Source == SourceBinlog {
+			if err := p.waitStreamLeader(readyCtx, RelayID(name, 1)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// waitStreamLeader waits until relayID holds the stream's lease.
+func (p *pipeline) waitStreamLeader(ctx context.Context, relayID string) error {
+	for {
+		var leader sql.NullString
+		err := p.ordersDB.QueryRowContext(ctx, "SELECT leader FROM outbox_stream WHERE id = 1").Scan(&leader)
+		if err == nil && leader.String == relayID {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s never led the stream (leader %q, last error %v)", relayID, leader.String, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // RelayID is the --relay-id of incarnation n of a relay service.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/herald-outbox/herald/internal/database"
 )
 
 // Verdicts of a drill and of a run.
@@ -32,6 +34,8 @@ type Report struct {
 
 // Settings are the run's parameters.
 type Settings struct {
+	Database       string  `json:"database"`
+	Source         string  `json:"relay_source"`
 	Events         int     `json:"events"`
 	Rate           float64 `json:"rate"`
 	Concurrency    int     `json:"concurrency"`
@@ -155,9 +159,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# herald fault drills\n\n")
 	fmt.Fprintf(&b, "    %s\n\n", r.Command)
 	layout := fmt.Sprintf("%d Kafka broker(s)", r.Brokers)
-	fmt.Fprintf(&b, "%s, %s; %d orders per drill at %.0f/s from %d clients; relay lease %s, consumer session timeout %s, outages %s. "+
+	fmt.Fprintf(&b, "%s, %s, %s; relays --source %s; %d orders per drill at %.0f/s from %d clients; relay lease %s, consumer session timeout %s, outages %s. "+
 		"Took %s. Verdict: **%s**.\n\n",
-		r.StartedAt.Format("2006-01-02 15:04 MST"), layout, r.Settings.Events, r.Settings.Rate, r.Settings.Concurrency,
+		r.StartedAt.Format("2006-01-02 15:04 MST"), r.Settings.Database, layout, r.Settings.Source, r.Settings.Events, r.Settings.Rate, r.Settings.Concurrency,
 		r.Settings.Lease, r.Settings.SessionTimeout, r.Settings.Outage,
 		time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Second), strings.ToUpper(r.Verdict))
 	b.WriteString("| drill | fault | events | lost | duplicates on topic / absorbed (≥) | double effects | recovery | verdict |\n")
@@ -223,4 +227,12 @@ func (r *Report) Write(path string) (mdPath string, err error) {
 	}
 	mdPath = strings.TrimSuffix(path, filepath.Ext(path)) + ".md"
 	return mdPath, os.WriteFile(mdPath, []byte(r.Markdown()), 0o644)
+}
+
+// databaseName names the kind of server url reaches, for the report.
+func databaseName(url string) string {
+	if database.IsPostgres(url) {
+		return "PostgreSQL"
+	}
+	return "MariaDB/MySQL"
 }

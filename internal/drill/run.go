@@ -43,7 +43,7 @@ func Run(ctx context.Context, cfg Config, drills []Drill) (*Report, error) {
 	rep := &Report{
 		Command: cfg.Command, StartedAt: time.Now().UTC(), RunDir: cfg.RunDir,
 		Settings: Settings{
-			Events: cfg.Events, Rate: cfg.Rate, Concurrency: cfg.Concurrency, Lease: cfg.Lease.String(),
+			Database: databaseName(cfg.DatabaseURL), Source: cfg.Source, Events: cfg.Events, Rate: cfg.Rate, Concurrency: cfg.Concurrency, Lease: cfg.Lease.String(),
 			SessionTimeout: cfg.SessionTimeout.String(), Outage: cfg.Outage.String(), RestartDelay: cfg.RestartDelay.String(),
 		},
 	}
@@ -600,13 +600,13 @@ func (r *drillRun) atDeath(ctx context.Context, exit Exit) {
 					retaken++ // the dead relay never marked anything after its failpoint
 				}
 			}
-			r.rep.Injection.Notes = append(r.rep.Injection.Notes, fmt.Sprintf("of the %d orphaned events: %d published by the relays that took the dead one's buckets over; %d on the topic twice or more, %d once",
+			r.rep.Injection.Notes = append(r.rep.Injection.Notes, fmt.Sprintf("of the %d orphaned events: %d published after the takeover; %d on the topic twice or more, %d once",
 				len(orphans), retaken, acked, sentOnce))
 			if retaken != len(orphans) {
 				out = append(out, fmt.Sprintf("only %d of %d orphaned events were published after the takeover", retaken, len(orphans)))
 			}
 			switch d.failpoint {
-			case "relay.after_ack_before_mark":
+			case "relay.after_ack_before_mark", "stream.after_ack_before_checkpoint":
 				// Kafka had acknowledged them: the takeover sent them again.
 				if acked != len(orphans) {
 					out = append(out, fmt.Sprintf("after_ack: %d of %d orphaned events are on the topic more than once", acked, len(orphans)))
