@@ -1,10 +1,10 @@
-# herald: make up | test | test-cluster | drill | drill-postgres | drill-binlog | demo | down | reset
+# herald: make up | test | test-cluster | drill | drill-postgres | demo | down | reset
 # Every target that needs servers starts them first (stack/up.sh is idempotent).
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: up down reset test test-cluster build vet drill drill-postgres drill-binlog demo
+.PHONY: up down reset test test-cluster build vet drill drill-postgres demo
 
 up:
 	stack/up.sh
@@ -42,11 +42,17 @@ test-cluster:
 
 # Fault drills: the whole pipeline as processes, one fault per drill, then
 # verification; stops and restarts a broker and MariaDB (restored after).
-# Writes docs/drills/latest.md (committed) and latest.json (ignored).
+# Both relay sources: every drill with polling relays, then with relays
+# streaming the binlog (--source binlog) the drills whose outcome depends on
+# the relays' source (the consumer and orders drills do not).
+# Writes docs/drills/latest.md and latest-binlog.md (committed), and their
+# .json (ignored).
 DRILL_EVENTS ?= 300
 DRILL ?= all
+DRILL_BINLOG ?= committed-relay-not-run,stream-crash-after-ack,stream-crash-after-read,kafka-broker-restart,database-restart
 drill: up build
 	bin/herald drill --drill $(DRILL) --events $(DRILL_EVENTS) --report docs/drills/latest.json
+	bin/herald drill --source binlog --drill $(DRILL_BINLOG) --events $(DRILL_EVENTS) --report docs/drills/latest-binlog.json
 
 # The same drills with PostgreSQL as the database: its restart (stack/node.sh
 # stop|start postgres) in place of MariaDB's. Writes
@@ -55,14 +61,6 @@ DRILL_POSTGRES_URL ?= postgres://herald:herald@127.0.0.1:5432/herald?sslmode=dis
 drill-postgres: up build
 	bin/herald drill --drill $(DRILL) --events $(DRILL_EVENTS) --database-url '$(DRILL_POSTGRES_URL)' \
 		--report docs/drills/latest-postgres.json
-
-# The drills with relays streaming the MariaDB binlog (--source binlog):
-# those of the relays' source and of the servers. The consumer and orders
-# drills do not depend on the relays' source; `make drill` runs them.
-# Writes docs/drills/latest-binlog.md (committed) and latest-binlog.json.
-DRILL_BINLOG ?= committed-relay-not-run,stream-crash-after-ack,stream-crash-after-read,kafka-broker-restart,database-restart
-drill-binlog: up build
-	bin/herald drill --source binlog --drill $(DRILL_BINLOG) --events $(DRILL_EVENTS) --report docs/drills/latest-binlog.json
 
 # The pipeline with a steady load and no fault, on one live status line.
 DEMO_DURATION ?= 1m
