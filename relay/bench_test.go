@@ -45,8 +45,13 @@ import (
 // published events (Cleanup) and reports the table's dead tuples and size,
 // before and after autovacuum. drain/reference runs the reference loop of
 // the specification's source material, in SQL both databases speak.
-// delivery measures commit → append at 1,000 events/s with one relay's
-// defaults, idle what an idle relay costs the database.
+// sustained (MariaDB, where there are two sources) has writers commit as
+// fast as they can for -relay.bench-sustained (default 1 min) with the
+// writers alone, 1 and 2 polling relays and a binlog relay, in interleaved
+// repetitions: the rate each keeps up with and what it costs the database
+// per event. delivery measures commit → append at 1,000 events/s with
+// the polling relay's defaults, with a 10 ms poll interval and (MariaDB)
+// with the binlog relay; idle what an idle relay costs the database.
 // BenchmarkRelay/<server>/claim/* times Claim at backlogs of 1,000 and
 // 1,000,000 events. Afterwards the benchmark purges the binary logs it made
 // (as MariaDB's root over the stack's socket) when it can. A trial run at a
@@ -76,6 +81,9 @@ func BenchmarkRelay(b *testing.B) {
 				b.Run("interleaved", func(b *testing.B) { benchDrains(b, server) })
 				b.Run("reference", func(b *testing.B) { benchReference(b, server) })
 			})
+			if server == testenv.MariaDB {
+				b.Run("sustained", func(b *testing.B) { benchSustained(b) })
+			}
 			b.Run("delivery", func(b *testing.B) { benchDelivery(b, server) })
 			b.Run("idle", func(b *testing.B) { benchIdle(b, server) })
 			b.Run("claim", func(b *testing.B) {

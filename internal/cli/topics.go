@@ -50,7 +50,10 @@ partition count, so adding partitions moves most aggregates to another
 partition and breaks per-aggregate ordering for consumers until the old
 partitions are drained.
 
-On a one-broker development stack use --replication-factor 1 --min-insync-replicas 1.`,
+Without --replication-factor, a cluster of fewer than 3 brokers (a
+development stack) gets one replica per broker and, without
+--min-insync-replicas, one in-sync replica fewer than that (at least 1); the
+command says so.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			if partitions < 1 {
@@ -59,7 +62,7 @@ On a one-broker development stack use --replication-factor 1 --min-insync-replic
 			if replication < 1 {
 				return usageError{fmt.Errorf("--replication-factor: must be at least 1, got %d", replication)}
 			}
-			if minISR < 1 || minISR > int(replication) {
+			if minISR < 1 || minISR > int(replication) && cmd.Flags().Changed("replication-factor") {
 				return usageError{fmt.Errorf("--min-insync-replicas: must be 1..%d (the replication factor), got %d", replication, minISR)}
 			}
 			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
@@ -88,6 +91,23 @@ On a one-broker development stack use --replication-factor 1 --min-insync-replic
 				return err
 			}
 			defer adm.Close()
+			if !cmd.Flags().Changed("replication-factor") {
+				md, err := adm.BrokerMetadata(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("count the brokers: %w", err)
+				}
+				if brokers := len(md.Brokers); brokers < int(replication) {
+					replication = int16(brokers)
+					if !cmd.Flags().Changed("min-insync-replicas") {
+						minISR = max(1, brokers-1)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "the cluster has %d broker(s): replication factor %d, min.insync.replicas %d\n",
+						brokers, replication, minISR)
+				}
+			}
+			if minISR > int(replication) {
+				return usageError{fmt.Errorf("--min-insync-replicas: must be 1..%d (the replication factor), got %d", replication, minISR)}
+			}
 			var differing []string
 			for _, topic := range topics {
 				spec := kafka.TopicSpec{

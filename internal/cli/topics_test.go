@@ -66,6 +66,49 @@ func TestTopicsCreateReportsDifferences(t *testing.T) {
 	}
 }
 
+// TestTopicsCreateFitsTheDefaultsToTheCluster: without
+// --replication-factor, a cluster of fewer than 3 brokers gets a replica
+// per broker and one in-sync replica fewer (at least 1), and the command
+// says so; from 3 brokers on, the defaults (3 and 2) stand.
+func TestTopicsCreateFitsTheDefaultsToTheCluster(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	admin := testenv.NewAdmin(t, brokers)
+	md, err := admin.BrokerMetadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(md.Brokers)
+	wantRF, wantISR := min(n, int(kafka.TopicReplicationFactorDefault)), kafka.TopicMinInsyncReplicasDefault
+	if n < int(kafka.TopicReplicationFactorDefault) {
+		wantISR = max(1, n-1)
+	}
+	name := fmt.Sprintf("herald-t-fit-%d", time.Now().UnixNano())
+	t.Cleanup(func() { admin.DeleteTopics(context.Background(), name, name+"-3") })
+	out, code := run(t, "topics", "create", name, "--kafka-brokers="+strings.Join(brokers, ","))
+	if code != 0 || !strings.Contains(out, name+": created") {
+		t.Fatalf("create with the defaults on %d broker(s): exit %d\n%s", n, code, out)
+	}
+	said := strings.Contains(out, fmt.Sprintf("the cluster has %d broker(s): replication factor %d, min.insync.replicas %d", n, wantRF, wantISR))
+	if said != (n < int(kafka.TopicReplicationFactorDefault)) {
+		t.Errorf("on %d broker(s) the command says:\n%s", n, out)
+	}
+	descs, err := kafka.DescribeTopics(context.Background(), admin, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rf := len(descs[0].Partitions[0].Replicas); rf != wantRF || descs[0].Configs["min.insync.replicas"] != fmt.Sprint(wantISR) {
+		t.Errorf("on %d broker(s): replication factor %d, min.insync.replicas %s; want %d and %d",
+			n, rf, descs[0].Configs["min.insync.replicas"], wantRF, wantISR)
+	}
+	// Asked for explicitly, a factor the cluster cannot give is refused by
+	// Kafka, not lowered.
+	if n < 3 {
+		if out, code := run(t, "topics", "create", name+"-3", "--replication-factor", "3", "--kafka-brokers="+strings.Join(brokers, ",")); code == 0 {
+			t.Errorf("--replication-factor 3 on %d broker(s) succeeded:\n%s", n, out)
+		}
+	}
+}
+
 // TestTopicsDescribeChecksTheRecordLimit: a topic whose max.message.bytes
 // is below the relays' --max-record-bytes is flagged, in text and JSON.
 func TestTopicsDescribeChecksTheRecordLimit(t *testing.T) {
