@@ -68,6 +68,20 @@ func serverKind(ctx context.Context, db *sql.DB) (string, error) {
 	return serverMySQL, nil
 }
 
+// tableExists says whether db's current database (MySQL) or search path
+// (PostgreSQL) has table.
+func tableExists(ctx context.Context, db *sql.DB, kind, table string) (bool, error) {
+	var exists bool
+	var err error
+	if kind == serverPostgres {
+		err = db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists)
+	} else {
+		err = db.QueryRowContext(ctx, `SELECT COUNT(*) > 0 FROM information_schema.tables
+			WHERE table_schema = DATABASE() AND table_name = ?`, table).Scan(&exists)
+	}
+	return exists, err
+}
+
 // Status is where a database stands relative to a Set.
 type Status struct {
 	// Current is the highest version applied to the database (0: none).
@@ -120,6 +134,19 @@ func (s Set) Status(ctx context.Context, db *sql.DB) (Status, error) {
 		return Status{}, err
 	}
 	var st Status
+	// Reading the status writes nothing: goose would create its version
+	// table on a database nobody migrated.
+	exists, err := tableExists(ctx, db, kind, s.Table)
+	if err != nil {
+		return Status{}, fmt.Errorf("read %s schema version: %w", s.Name, err)
+	}
+	if !exists {
+		for _, src := range p.ListSources() {
+			st.Migrations = append(st.Migrations, MigrationStatus{Version: src.Version, Name: src.Path})
+			st.Latest = max(st.Latest, src.Version)
+		}
+		return st, nil
+	}
 	if st.Current, err = p.GetDBVersion(ctx); err != nil {
 		return Status{}, fmt.Errorf("read %s schema version: %w", s.Name, err)
 	}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -55,6 +56,11 @@ type ReplayConfig struct {
 	Progress func(replayed int64)
 }
 
+// ErrCheckpointNotSaved: a replay stopped because its checkpoint could not
+// be saved. Records produced since the last saved position are produced
+// again by the next run (duplicates, which inboxes absorb).
+var ErrCheckpointNotSaved = errors.New("replay checkpoint not saved")
+
 // Replayer re-publishes retained, published events to replay topics at a
 // bounded rate, keeping their ids (so consumers' inboxes deduplicate) and
 // their per-aggregate order.
@@ -66,8 +72,8 @@ type Replayer struct {
 
 // NewReplayer checks cfg.
 func NewReplayer(cfg ReplayConfig, st ReplayStore, producer Producer) (*Replayer, error) {
-	if cfg.Checkpoint == "" {
-		return nil, fmt.Errorf("replay: a checkpoint name is required")
+	if err := store.ValidateCheckpointName(cfg.Checkpoint); err != nil {
+		return nil, fmt.Errorf("replay: checkpoint name: %w", err)
 	}
 	if err := cfg.Selection.Validate(); err != nil {
 		return nil, err
@@ -102,15 +108,30 @@ func (r *Replayer) Run(ctx context.Context) (int64, error) {
 		r.cfg.Logger.Info("replay already finished", "checkpoint", cp.Name, "replayed", cp.Replayed)
 		return 0, nil
 	}
-	limiter := rate.NewLimiter(rate.Limit(r.cfg.Rate), min(r.cfg.Rate, replayPageSize))
 	var produced int64
+	// save stores cp; unsaved records were produced since the last save.
+	save := func(finished bool, unsaved int) error {
+		if err := r.store.SaveReplayCheckpoint(ctx, cp, finished); err != nil {
+			return fmt.Errorf("%w: %q: %v; the replay stopped, and the %d record(s) produced since its last saved "+
+				"position will be produced again by the next run (duplicates, which inboxes absorb)",
+				ErrCheckpointNotSaved, cp.Name, err, unsaved)
+		}
+		return nil
+	}
+	// Saved before anything is produced: a checkpoint that cannot be
+	// saved stops the replay before its first record, not after every page
+	// has been sent again by every rerun.
+	if err := save(false, 0); err != nil {
+		return 0, err
+	}
+	limiter := rate.NewLimiter(rate.Limit(r.cfg.Rate), min(r.cfg.Rate, replayPageSize))
 	for {
 		page, err := r.store.ReplayPage(ctx, cp.Selection, cp.Position, replayPageSize)
 		if err != nil {
 			return produced, err
 		}
 		if len(page) == 0 {
-			return produced, r.store.SaveReplayCheckpoint(ctx, cp, true)
+			return produced, save(true, 0)
 		}
 		results := make(chan error, len(page))
 		for _, e := range page {
@@ -139,7 +160,7 @@ func (r *Replayer) Run(ctx context.Context) (int64, error) {
 		cp.Position = store.ReplayPosition{AggregateType: last.AggregateType, AggregateID: last.AggregateID, AggregateSeq: last.AggregateSeq}
 		cp.Replayed += int64(len(page))
 		produced += int64(len(page))
-		if err := r.store.SaveReplayCheckpoint(ctx, cp, false); err != nil {
+		if err := save(false, len(page)); err != nil {
 			return produced, err
 		}
 		if r.cfg.Progress != nil {

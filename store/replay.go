@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ReplaySelection chooses the published events a replay re-publishes.
@@ -49,6 +52,27 @@ type ReplayCheckpoint struct {
 	Position  ReplayPosition
 	Replayed  int64
 	Finished  bool
+}
+
+// CheckpointNameMaxChars is the longest replay checkpoint name (the
+// schema's herald_replay_checkpoints.name).
+const CheckpointNameMaxChars = 128
+
+// ValidateCheckpointName checks a replay checkpoint's name before anything
+// is published under it: not blank, valid UTF-8 without control
+// characters, at most CheckpointNameMaxChars characters.
+func ValidateCheckpointName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return errors.New("a name is required (it makes the replay resumable)")
+	case !utf8.ValidString(name):
+		return errors.New("not valid UTF-8")
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Errorf("%q contains a control character", name)
+	case utf8.RuneCountInString(name) > CheckpointNameMaxChars:
+		return fmt.Errorf("%d characters, at most %d", utf8.RuneCountInString(name), CheckpointNameMaxChars)
+	}
+	return nil
 }
 
 // ErrCheckpointMismatch: a checkpoint name is reused for another selection.

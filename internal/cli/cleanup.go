@@ -30,7 +30,7 @@ A relay runs the same task in the background with --cleanup-retention.`,
 			if err := req.Validate(); err != nil {
 				return usageError{err}
 			}
-			conn, err := db.open(cmd.Context())
+			conn, err := db.openMigrated(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/migrations"
 )
 
 // envFlags collects a command's flag -> environment variable bindings.
@@ -98,6 +99,21 @@ func (f *dbFlags) open(ctx context.Context) (*sql.DB, error) {
 	db, _, err := database.Open(ctx, dsn, f.options())
 	if err != nil {
 		return nil, flagError(err, mysqlFlagOfField)
+	}
+	return db, nil
+}
+
+// openMigrated is open for the commands that read and write herald's
+// tables: a database without herald's current schema is refused with what
+// to run, not with the driver's "table doesn't exist".
+func (f *dbFlags) openMigrated(ctx context.Context) (*sql.DB, error) {
+	db, err := f.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Herald.Check(ctx, db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return db, nil
 }

@@ -84,8 +84,9 @@ func testQuarantineCommands(t *testing.T, server testenv.Server) {
 		t.Errorf("show of an event without failures or audit: exit %d, want \"failures\": [] and \"audit\": []\n%s", code, out)
 	}
 	out, code = run(t, "quarantine", "show", dsn, ids[0])
-	if code != 0 || !strings.Contains(out, `"state": "quarantined"`) || !strings.Contains(out, "MESSAGE_TOO_LARGE") {
-		t.Errorf("show: %d\n%s", code, out)
+	if code != 0 || !strings.Contains(out, `"state": "quarantined"`) || !strings.Contains(out, "MESSAGE_TOO_LARGE") ||
+		!strings.Contains(out, `"held_behind": 1`) {
+		t.Errorf("show: exit %d, want the quarantined event with its failure and the 1 event held behind it\n%s", code, out)
 	}
 	out, code = run(t, "quarantine", "retry", dsn, "--dry-run", ids[0])
 	if code != 0 || !strings.Contains(out, "would retry") {
@@ -185,6 +186,37 @@ func TestMigrateOnEachServer(t *testing.T) {
 		}
 		if n := d.Count(t, "SELECT COUNT(*) FROM outbox_events"); n != 0 {
 			t.Errorf("a fresh outbox holds %d rows", n)
+		}
+	})
+}
+
+// TestCommandsOnADatabaseWithoutTheSchema: every command that reads or
+// writes herald's tables, on a database nobody migrated, says to run
+// `herald migrate up` (not the driver's "doesn't exist") and creates
+// nothing there.
+func TestCommandsOnADatabaseWithoutTheSchema(t *testing.T) {
+	testenv.OnEachServer(t, func(t *testing.T, s testenv.Server) {
+		d := testenv.NewDatabaseOn(t, s)
+		dsn := "--database-url=" + d.DSN
+		kf := "--kafka-brokers=" + strings.Join(testenv.KafkaBrokers(t), ",")
+		for _, args := range [][]string{
+			{"status", dsn, kf},
+			{"quarantine", "list", dsn},
+			{"quarantine", "show", "0190c7a4-6c34-7a51-8c8f-2d2a2a6b0b1e", dsn},
+			{"quarantine", "retry", "0190c7a4-6c34-7a51-8c8f-2d2a2a6b0b1e", dsn},
+			{"cleanup", dsn},
+			{"replay", dsn, kf, "--from", "1h", "--checkpoint", "nothing"},
+		} {
+			out, code := run(t, args...)
+			if code != 1 || !strings.Contains(out, "run `herald migrate up`") {
+				t.Errorf("herald %s on an unmigrated database: exit %d, want 1 saying to run `herald migrate up`\n%s",
+					strings.Join(args[:2], " "), code, out)
+			}
+		}
+		tables := d.Strings(t, d.SQL("SELECT table_name FROM information_schema.tables WHERE table_schema = "+
+			map[testenv.Server]string{testenv.MariaDB: "DATABASE()", testenv.PostgreSQL: "current_schema()"}[s]))
+		if len(tables) > 0 {
+			t.Errorf("the commands created %v", tables)
 		}
 	})
 }

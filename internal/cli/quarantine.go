@@ -110,7 +110,7 @@ func newQuarantineListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conn, err := db.open(cmd.Context())
+			conn, err := db.openMigrated(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func newQuarantineShowCommand() *cobra.Command {
 		Short: "Print an event, its failed attempts, last error and audit trail (JSON)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := db.open(cmd.Context())
+			conn, err := db.openMigrated(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conn, err := db.open(cmd.Context())
+			conn, err := db.openMigrated(cmd.Context())
 			if err != nil {
 				return err
 			}

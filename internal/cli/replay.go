@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,8 +58,8 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if err := sel.Validate(); err != nil {
 				return usageError{err}
 			}
-			if strings.TrimSpace(checkpoint) == "" {
-				return usageError{fmt.Errorf("--checkpoint: a name is required (it makes the replay resumable)")}
+			if err := store.ValidateCheckpointName(checkpoint); err != nil {
+				return usageError{fmt.Errorf("--checkpoint: %w", err)}
 			}
 			if rateLimit < 1 {
 				return usageError{fmt.Errorf("--rate: must be at least 1 record/s, got %d", rateLimit)}
@@ -87,7 +86,7 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if err != nil {
 				return err
 			}
-			conn, err := db.open(ctx)
+			conn, err := db.openMigrated(ctx)
 			if err != nil {
 				return err
 			}
@@ -140,8 +139,11 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			}
 			n, err := rp.Run(ctx)
 			fmt.Fprintln(cmd.ErrOrStderr())
-			if err != nil {
-				return fmt.Errorf("%w (progress is saved; rerun the same command to resume)", err)
+			switch {
+			case errors.Is(err, relay.ErrCheckpointNotSaved):
+				return err
+			case err != nil:
+				return fmt.Errorf("%w (progress is saved after every page; rerun the same command to resume)", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "replay %q finished: %d event(s) this run in %v\n", checkpoint, n,
 				time.Since(start).Round(time.Millisecond))

@@ -168,3 +168,83 @@ func TestReplayCheckpointKeepsItsRange(t *testing.T) {
 		t.Errorf("replay topic: %d records (%v), want the first run's 3 only", len(records), err)
 	}
 }
+
+// TestReplayStopsWhenItsCheckpointCannotBeSaved: a checkpoint name the
+// schema cannot hold is refused before anything is published; a user who
+// may not write the checkpoint table publishes nothing; and a checkpoint
+// that stops being writable mid-replay stops the replay with a message
+// that says what a rerun will publish again, never "progress is saved".
+func TestReplayStopsWhenItsCheckpointCannotBeSaved(t *testing.T) {
+	d := testenv.NewHeraldDatabase(t)
+	brokers := testenv.KafkaBrokers(t)
+	live := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 2})
+	replayTopic := live + ".replay"
+	admin := testenv.NewAdmin(t, brokers)
+	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	var aggs []string
+	for i := range 1000 {
+		aggs = append(aggs, fmt.Sprint(i%50))
+	}
+	testenv.AddEvents(t, d.DB, testenv.OrderEvents(aggs...)...)
+	d.Exec(t, "UPDATE outbox_events SET published_at = NOW(6)")
+	replay := func(dsn, checkpoint string) (string, int) {
+		t.Helper()
+		return run(t, "replay", "--mysql-dsn="+dsn, "--kafka-brokers="+strings.Join(brokers, ","),
+			"--topic", "order="+live, "--from", "1h", "--rate", "100", "--checkpoint", checkpoint)
+	}
+	replayed := func() int {
+		records, err := verify.ReadTopic(context.Background(), brokers, replayTopic)
+		if err != nil && !strings.Contains(err.Error(), "UNKNOWN_TOPIC") {
+			t.Fatal(err)
+		}
+		return len(records)
+	}
+
+	for _, name := range []string{strings.Repeat("n", 129), "two\nlines", " "} {
+		if out, code := replay(d.DSN, name); code != exitUsage || !strings.Contains(out, "--checkpoint: ") {
+			t.Errorf("--checkpoint %q: exit %d, want %d naming the flag\n%s", name, code, exitUsage, out)
+		}
+	}
+	if n := d.Count(t, "SELECT COUNT(*) FROM herald_replay_checkpoints"); n != 0 {
+		t.Errorf("refused names left %d checkpoints", n)
+	}
+
+	user := "herald_ckpt_" + fmt.Sprint(time.Now().UnixNano()%1_000_000)
+	testenv.MariaDBRoot(t, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY 'x'",
+		"GRANT SELECT ON `"+d.Name+"`.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	dsn := strings.Replace(d.DSN, "herald:herald@", user+":x@", 1)
+	out, code := replay(dsn, "read-only")
+	if code != 1 || !strings.Contains(out, "replay checkpoint not saved") || strings.Contains(out, "progress is saved") {
+		t.Errorf("replay by a user who may not save its checkpoint: exit %d\n%s", code, out)
+	}
+	if n := replayed(); n != 0 {
+		t.Errorf("a replay whose checkpoint could not be saved published %d records", n)
+	}
+
+	// Writable at the start, not after the first pages.
+	testenv.MariaDBRoot(t, "GRANT INSERT, UPDATE ON `"+d.Name+"`.herald_replay_checkpoints TO '"+user+"'@'127.0.0.1'")
+	type result struct {
+		out  string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, code := replay(dsn, "revoked")
+		done <- result{out, code}
+	}()
+	testenv.WaitFor(t, time.Minute, "a page saved", func() (bool, string) {
+		n := d.Count(t, "SELECT COALESCE(MAX(replayed), 0) FROM herald_replay_checkpoints WHERE name = 'revoked'")
+		return n > 0, fmt.Sprintf("%d replayed", n)
+	})
+	testenv.MariaDBRoot(t, "REVOKE INSERT, UPDATE ON `"+d.Name+"`.herald_replay_checkpoints FROM '"+user+"'@'127.0.0.1'")
+	res := <-done
+	if res.code != 1 || !strings.Contains(res.out, "replay checkpoint not saved") || !strings.Contains(res.out, "will be produced again") ||
+		strings.Contains(res.out, "progress is saved") {
+		t.Errorf("replay whose checkpoint became unwritable: exit %d\n%s", res.code, res.out)
+	}
+	saved := d.Count(t, "SELECT replayed FROM herald_replay_checkpoints WHERE name = 'revoked'")
+	if n := replayed(); n <= saved || saved == 1000 {
+		t.Errorf("%d records on the replay topic, %d saved: want the unsaved page beyond the checkpoint", n, saved)
+	}
+}

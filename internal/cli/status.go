@@ -89,7 +89,7 @@ command exits 1.`,
 			} else if err := validateTopicNames(topics); err != nil {
 				return err
 			}
-			conn, err := db.open(ctx)
+			conn, err := db.openMigrated(ctx)
 			if err != nil {
 				return err
 			}
