@@ -2,11 +2,13 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/herald-outbox/herald/internal/localstack"
 )
@@ -29,12 +31,18 @@ func KafkaBrokers(t testing.TB) []string {
 // NewAdmin returns an admin client on brokers, closed when t ends.
 func NewAdmin(t testing.TB, brokers []string) *kadm.Client {
 	t.Helper()
+	return kadm.NewClient(newClient(t, brokers))
+}
+
+// newClient returns a client of brokers, closed when t ends.
+func newClient(t testing.TB, brokers []string) *kgo.Client {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatalf("kafka client: %v", err)
 	}
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return cl
 }
 
 // TopicOptions shape a test topic. Zero values mean: 1 partition, the
@@ -58,7 +66,8 @@ func NewTopic(t testing.TB, brokers []string, opts TopicOptions) string {
 	if opts.ReplicationFactor == 0 {
 		opts.ReplicationFactor = -1
 	}
-	admin := NewAdmin(t, brokers)
+	cl := newClient(t, brokers)
+	admin := kadm.NewClient(cl)
 	if opts.Prefix == "" {
 		opts.Prefix = "herald-t-"
 	}
@@ -79,5 +88,41 @@ func NewTopic(t testing.TB, brokers []string, opts TopicOptions) string {
 			t.Logf("delete topic %s: %v", name, err)
 		}
 	})
+	waitTopicOnEveryBroker(t, cl, admin, name, opts.Partitions)
 	return name
+}
+
+// waitTopicOnEveryBroker waits until every broker's metadata has the new
+// topic with a leader for each partition: brokers learn of a topic a
+// moment apart, and a client asking one that has not yet (a describe, a
+// produce) is told UNKNOWN_TOPIC_OR_PARTITION.
+func waitTopicOnEveryBroker(t testing.TB, cl *kgo.Client, admin *kadm.Client, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	WaitFor(t, 30*time.Second, "topic "+topic+" known to every broker", func() (bool, string) {
+		brokers, err := admin.ListBrokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, b := range brokers {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+			if err != nil {
+				return false, fmt.Sprintf("broker %d: %v", b.NodeID, err)
+			}
+			if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || int32(len(resp.Topics[0].Partitions)) != partitions {
+				return false, fmt.Sprintf("broker %d does not have it yet", b.NodeID)
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return false, fmt.Sprintf("broker %d: partition %d has no leader yet", b.NodeID, p.Partition)
+				}
+			}
+		}
+		return true, ""
+	})
 }
