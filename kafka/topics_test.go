@@ -33,6 +33,7 @@ func TestEnsureTopicRefusesKeyRemap(t *testing.T) {
 	if change, err := kafka.EnsureTopic(ctx, adm, spec, false); err != nil || change != kafka.TopicCreated {
 		t.Fatalf("create: %v, %v", change, err)
 	}
+	testenv.WaitTopic(t, brokers, name, kafka.TopicPartitionsDefault)
 	if change, err := kafka.EnsureTopic(ctx, adm, spec, false); err != nil || change != kafka.TopicUnchanged {
 		t.Fatalf("create again: %v, %v; want unchanged", change, err)
 	}

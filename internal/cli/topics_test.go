@@ -32,6 +32,7 @@ func TestTopicsCreateReportsDifferences(t *testing.T) {
 	if out, code := create(asked...); code != 0 || !strings.Contains(out, name+": created") {
 		t.Fatalf("create: exit %d\n%s", code, out)
 	}
+	testenv.WaitTopic(t, brokers, name, 3)
 	descs, err := kafka.DescribeTopics(context.Background(), admin, name)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +93,7 @@ func TestTopicsCreateFitsTheDefaultsToTheCluster(t *testing.T) {
 	if said != (n < int(kafka.TopicReplicationFactorDefault)) {
 		t.Errorf("on %d broker(s) the command says:\n%s", n, out)
 	}
+	testenv.WaitTopic(t, brokers, name, kafka.TopicPartitionsDefault)
 	descs, err := kafka.DescribeTopics(context.Background(), admin, name)
 	if err != nil {
 		t.Fatal(err)

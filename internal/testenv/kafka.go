@@ -92,6 +92,14 @@ func NewTopic(t testing.TB, brokers []string, opts TopicOptions) string {
 	return name
 }
 
+// WaitTopic waits until every broker of brokers has the topic a test
+// created some other way (herald topics create) with its partitions.
+func WaitTopic(t testing.TB, brokers []string, topic string, partitions int32) {
+	t.Helper()
+	cl := newClient(t, brokers)
+	waitTopicOnEveryBroker(t, cl, kadm.NewClient(cl), topic, partitions)
+}
+
 // waitTopicOnEveryBroker waits until every broker's metadata has the new
 // topic with a leader for each partition: brokers learn of a topic a
 // moment apart, and a client asking one that has not yet (a describe, a
