@@ -47,6 +47,7 @@ type death struct {
 // by another relay (a higher epoch) and its events published; kcat finds
 // nothing lost and every aggregate in order.
 func TestKilledRelaysLoseNothing(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	testenv.OnEachServer(t, testKilledRelaysLoseNothing)
 }
 

@@ -16,6 +16,7 @@ import (
 // rolled-back transaction, and every aggregate's first copies in
 // aggregate_seq order.
 func TestThreeRelaysDrainWhileWriting(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	const (
 		backlog    = 20_000
 		aggregates = 500

@@ -18,6 +18,7 @@ import (
 // is lost and the order holds; every event reaches the topic twice (at
 // least once, not exactly once).
 func TestStaleRelayCannotMarkAfterTakeover(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	testenv.OnEachServer(t, testStaleRelayCannotMarkAfterTakeover)
 }
 

@@ -18,6 +18,7 @@ import (
 // after its lease), kcat finds every committed event, none rolled back and
 // every aggregate in order, and in the end only live relays own buckets.
 func TestRelaysJoinAndLeaveDuringADrain(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	const (
 		backlog    = 20_000
 		aggregates = 500
@@ -116,6 +117,7 @@ func TestRelaysJoinAndLeaveDuringADrain(t *testing.T) {
 // they are all published while the hot aggregate still has most of its
 // events to go, and the hot aggregate is published in order.
 func TestHotAggregateDoesNotStarveOthers(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	const hot, quiet = 3_000, 1_000
 	e := newEnv(t, testenv.TopicOptions{Partitions: 12})
 	ctx := context.Background()

@@ -99,6 +99,7 @@ func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 // no rolled-back one does, every aggregate's first copies are in order;
 // duplicates are counted.
 func TestKilledStreamLeadersLoseNothing(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	const (
 		aggregates = 100
 		kills      = 5
@@ -166,6 +167,7 @@ func TestKilledStreamLeadersLoseNothing(t *testing.T) {
 // is published again. (Any crash may also cost the marks of the batch
 // before, settling in the background: more duplicates, never a loss.)
 func TestStreamCrashWindows(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
 	for _, tt := range []struct {
 		failpoint string
 		acked     bool // the batch in hand was on the topic at the crash
