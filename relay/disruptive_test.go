@@ -18,10 +18,9 @@ import (
 	"github.com/herald-outbox/herald/outbox"
 )
 
-// TestDisruptiveKafkaOutage stops every Kafka broker for 20 seconds (five
-// of the producer's delivery timeouts) while a relay has events to publish
-// (run alone: `make test` runs it in a serial phase; it breaks every other
-// test using Kafka meanwhile). The events back
+// TestDisruptiveKafkaOutage stops every Kafka broker for 30 seconds while a
+// relay has events to publish (run alone: `make test` runs it in a serial
+// phase; it breaks every other test using Kafka meanwhile). The events back
 // off — attempts > 0, error_class timeout or broker_unavailable, last_error
 // set — and none is quarantined for a transient outage; once the brokers
 // are back every event arrives, in order, as kcat confirms.
@@ -30,7 +29,7 @@ func TestDisruptiveKafkaOutage(t *testing.T) {
 }
 
 func testKafkaOutage(t *testing.T, server testenv.Server) {
-	const outage = 20 * time.Second
+	const outage = 30 * time.Second
 	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 12})
 	nodes := brokerNodes(t, e.brokers)
 	root := testenv.RepoRoot(t)
@@ -184,13 +183,13 @@ func waitForMetadata(t *testing.T, e *env, brokers int) {
 }
 
 // TestDisruptiveStreamRidesOutages: a binlog relay streams while, in turn,
-// MariaDB restarts and every Kafka broker stops for 20 seconds. Events
+// MariaDB restarts and every Kafka broker stops for 30 seconds. Events
 // written before, between and after arrive in order; during the Kafka
 // outage nothing is quarantined (the stream's batches back off and go to
 // the polling path); after MariaDB's restart the stream goes on from its
 // position.
 func TestDisruptiveStreamRidesOutages(t *testing.T) {
-	const outage = 20 * time.Second
+	const outage = 30 * time.Second
 	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
 	nodes := brokerNodes(t, e.brokers)
 	root := testenv.RepoRoot(t)
