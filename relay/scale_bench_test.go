@@ -340,17 +340,20 @@ func deliveryOnce(b *testing.B, server testenv.Server, opts benchRelay) (p50, p9
 		b.Fatal(err)
 	}
 	defer consumer.Close()
+	// Each event's commit time and first append time, by id. The consumer
+	// can see a record before the writer has noted its commit (the
+	// writer's goroutine may lose the CPU in between), so the delays are
+	// computed once both are known.
 	var (
 		mu        sync.Mutex
 		committed = map[string]time.Time{}
-		delays    []time.Duration
+		appended  = map[string]time.Time{}
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	consumed := make(chan struct{})
 	go func() {
 		defer close(consumed)
-		seen := map[string]bool{}
 		for ctx.Err() == nil {
 			fetches := consumer.PollFetches(ctx)
 			fetches.EachRecord(func(r *kgo.Record) {
@@ -362,10 +365,8 @@ func deliveryOnce(b *testing.B, server testenv.Server, opts benchRelay) (p50, p9
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				at, ok := committed[id]
-				if ok && !seen[id] {
-					seen[id] = true
-					delays = append(delays, r.Timestamp.Sub(at))
+				if _, dup := appended[id]; !dup {
+					appended[id] = r.Timestamp
 				}
 			})
 		}
@@ -404,10 +405,18 @@ func deliveryOnce(b *testing.B, server testenv.Server, opts benchRelay) (p50, p9
 		mu.Unlock()
 		written += len(ids)
 	}
-	testenv.Eventually(b, time.Minute, "every event consumed", func() bool {
+	var delays []time.Duration
+	testenv.WaitFor(b, time.Minute, "every event consumed", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(delays) == written
+		delays = delays[:0]
+		for id, at := range committed {
+			if app, ok := appended[id]; ok {
+				delays = append(delays, app.Sub(at))
+			}
+		}
+		return len(delays) == written, fmt.Sprintf("%d of %d consumed; %d unpublished in the database",
+			len(delays), written, unpublished(b, d.DB))
 	})
 	cancel()
 	<-consumed
