@@ -30,6 +30,10 @@ func (h *harness) nextServerID() int {
 	return int(h.serverID.Add(1))
 }
 
+// deliveryWriters share the steady rate: one transaction of 10 events
+// takes longer than the 10 ms one writer would have at 1,000 events/s.
+const deliveryWriters = 4
+
 // readyTimeout bounds a peer's start, up to its first probe on the topic.
 const readyTimeout = 3 * time.Minute
 
@@ -283,7 +287,15 @@ func (h *harness) delivery(ctx context.Context, p peer, rep int) (out DeliverySa
 		return out, err
 	}
 	m0 := h.st.mark(ctx)
-	written, committed, err := steadyWriter(ctx, s.writer, h.cfg.DeliveryRate, h.cfg.EventsPerTx, h.cfg.Aggregates, h.cfg.PayloadBytes, h.cfg.Delivery)
+	newWriter := func() (writer, error) {
+		if p.table == heraldTable {
+			return newHeraldWriter(ctx, s.env.dsn)
+		}
+		return newWatermillWriter(ctx, s.env.dsn, s.env.topic)
+	}
+	t0 := time.Now()
+	written, committed, err := steadyWriters(ctx, newWriter, deliveryWriters, h.cfg.DeliveryRate, h.cfg.EventsPerTx, h.cfg.Aggregates, h.cfg.PayloadBytes, h.cfg.Delivery)
+	out.WrittenRate = float64(len(committed)) / time.Since(t0).Seconds()
 	if err != nil {
 		return out, fmt.Errorf("writer: %w", err)
 	}

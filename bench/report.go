@@ -75,9 +75,9 @@ func markdown(r *Results) string {
 		m.MariaDB, m.Kafka, m.Brokers, rfText(st.ReplicationFactor), m.Go, m.Java, m.Watermill, m.Debezium, orUnknown(m.Herald))
 	p("**Settings**: backlog of %d events of %d B (JSON) over %d aggregates, key = aggregate id, %d partitions per topic, "+
 		"message.timestamp.type=LogAppendTime; drain budget %.0f s (reference loop %.0f s); sustained: %d writers, %d events per transaction, %.0f s; "+
-		"delivery: one writer at %d events/s (%d per transaction) for %.0f s. Order: %s.\n\n",
+		"delivery: %d writers sharing %d events/s (%d events per transaction) for %.0f s. Order: %s.\n\n",
 		st.Events, st.PayloadBytes, st.Aggregates, st.Partitions, st.DrainBudgetSeconds, st.ReferenceBudgetSeconds,
-		st.SustainedWriters, st.EventsPerTx, st.SustainedSeconds, st.DeliveryRate, st.EventsPerTx, st.DeliverySeconds, st.Order)
+		st.SustainedWriters, st.EventsPerTx, st.SustainedSeconds, st.DeliveryWriters, st.DeliveryRate, st.EventsPerTx, st.DeliverySeconds, st.Order)
 
 	p("![drain and sustained throughput](%s)\n\n![delivery delay](%s)\n\n", chartThroughput, chartLatency)
 
@@ -145,7 +145,7 @@ func markdown(r *Results) string {
 	p("\n## Delivery delay at a steady %d events/s\n\n", st.DeliveryRate)
 	p("From the writer's clock right after COMMIT returned to the record's LogAppendTime (the broker's clock, same machine; millisecond resolution), ")
 	p("for each event's first record. Every written event must reach the topic.\n\n")
-	p("| peer | events | p50 ms | p90 ms | p99 ms | max ms | relay CPU s | relay peak RSS MiB | verified (all events, order) |\n")
+	p("| peer | events (written/s) | p50 ms | p90 ms | p99 ms | max ms | relay CPU s | relay peak RSS MiB | verified (all events, order) |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, pr := range r.Peers {
 		if pr.Gap != "" {
@@ -154,7 +154,8 @@ func markdown(r *Results) string {
 		}
 		ss := pr.Delivery
 		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", pr.Label,
-			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return float64(s.Events) }), "%.0f"),
+			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return float64(s.Events) }), "%.0f")+" ("+
+				cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.WrittenRate }), "%.0f")+")",
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.P50 }), "%.1f"),
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.P90 }), "%.1f"),
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.P99 }), "%.1f"),

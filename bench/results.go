@@ -53,6 +53,7 @@ type Settings struct {
 	SustainedWriters       int     `json:"sustained_writers"`
 	EventsPerTx            int     `json:"events_per_tx"`
 	DeliveryRate           int     `json:"delivery_rate"`
+	DeliveryWriters        int     `json:"delivery_writers"`
 	DeliverySeconds        float64 `json:"delivery_seconds"`
 	Order                  string  `json:"order"`
 }
@@ -132,6 +133,8 @@ type SustainedSample struct {
 type DeliverySample struct {
 	Rep    int `json:"rep"`
 	Events int `json:"events"`
+	// WrittenRate is the rate the writers achieved (events/s).
+	WrittenRate float64 `json:"written_per_second"`
 	// Delays (ms) from the writer's clock right after COMMIT returned to
 	// the record's LogAppendTime, first appearance of each event.
 	P50 float64 `json:"p50_ms"`

@@ -146,7 +146,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 						s.Error = err.Error()
 					}
 					pr.Delivery = append(pr.Delivery, s)
-					line = fmt.Sprintf("%d events, p50 %.1f ms, p99 %.1f ms, max %.1f ms; verified: %s", s.Events, s.P50, s.P99, s.Max, verifyNote(s.Verify))
+					line = fmt.Sprintf("%d events (%.0f/s), p50 %.1f ms, p99 %.1f ms, max %.1f ms; verified: %s", s.Events, s.WrittenRate, s.P50, s.P99, s.Max, verifyNote(s.Verify))
 					noteError(&line, s.Error)
 				}
 				fmt.Fprintf(out, "[%s] rep %d %-9s %-20s %s\n", elapsed(started), rep, kind, p.name, line)
@@ -157,6 +157,10 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		}
 	}
 	res.Peers = peerResults
+	if n := writerRetries.Load(); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("Writers restarted %d transactions that MariaDB chose as deadlock victims (or whose lock wait timed out), as an application would; "+
+			"the reference loop's claim locks the whole ready range at REPEATABLE READ, which makes writers deadlock with it.", n))
+	}
 	res.Settings.ReplicationFactor = st.rf
 	res.Machine.LoadEnd = loadAverage()
 	res.Finished = time.Now().UTC()
@@ -195,6 +199,9 @@ func firstLine(s string) string {
 }
 
 func verifyNote(v Verification) string {
+	if v.FirstProblem == "" && !v.OK {
+		return "not run"
+	}
 	if v.OK {
 		return fmt.Sprintf("ok (%d delivered, %d duplicates)", v.Delivered, v.Duplicates)
 	}
@@ -219,7 +226,7 @@ func settingsOf(cfg Config) Settings {
 	return Settings{Reps: cfg.Reps, Events: cfg.Events, Aggregates: cfg.Aggregates, PayloadBytes: cfg.PayloadBytes,
 		Partitions: cfg.Partitions, DrainBudgetSeconds: cfg.DrainBudget.Seconds(), ReferenceBudgetSeconds: cfg.ReferenceBudget.Seconds(),
 		SustainedSeconds: cfg.Sustained.Seconds(), SustainedWriters: cfg.SustainedWriters, EventsPerTx: cfg.EventsPerTx,
-		DeliveryRate: cfg.DeliveryRate, DeliverySeconds: cfg.Delivery.Seconds(),
+		DeliveryRate: cfg.DeliveryRate, DeliveryWriters: deliveryWriters, DeliverySeconds: cfg.Delivery.Seconds(),
 		Order: "per repetition: every peer's drain, then the writers alone and every peer's sustained run, then every peer's delivery run"}
 }
 

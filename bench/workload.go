@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -16,6 +18,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
 	"github.com/herald-outbox/herald/internal/database"
@@ -83,6 +86,10 @@ func newHeraldWriter(ctx context.Context, dsn string) (*heraldWriter, error) {
 }
 
 func (h *heraldWriter) write(ctx context.Context, events []benchEvent) error {
+	return retryDeadlock(ctx, func() error { return h.writeOnce(ctx, events) })
+}
+
+func (h *heraldWriter) writeOnce(ctx context.Context, events []benchEvent) error {
 	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -117,6 +124,10 @@ func newWatermillWriter(ctx context.Context, dsn, topic string) (*watermillWrite
 }
 
 func (w *watermillWriter) write(ctx context.Context, events []benchEvent) error {
+	return retryDeadlock(ctx, func() error { return w.writeOnce(ctx, events) })
+}
+
+func (w *watermillWriter) writeOnce(ctx context.Context, events []benchEvent) error {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -328,40 +339,86 @@ func sustainedWriters(ctx context.Context, newWriter func() (writer, error), wri
 	return written, total, errOnce
 }
 
-// steadyWriter writes rate events per second for d, perTx per transaction
-// on a ticker, aggregates in turn, and returns when each event's commit
-// returned (the writer's clock right after COMMIT).
-func steadyWriter(ctx context.Context, w writer, rate, perTx, aggs, size int, d time.Duration) (map[string]int64, map[eventKey]time.Time, error) {
-	rnd := rand.New(rand.NewPCG(3, 3))
-	written := map[string]int64{}
-	committed := map[eventKey]time.Time{}
-	tick := time.NewTicker(time.Second * time.Duration(perTx) / time.Duration(rate))
-	defer tick.Stop()
+// steadyWriters write rate events per second for d, spread over writers
+// goroutines (one commit takes longer than the interval one writer would
+// need), each on its own ticker with perTx events per transaction over the
+// aggregates it owns (a % writers == w), and return when each event's
+// commit returned (the writer's clock right after COMMIT).
+func steadyWriters(ctx context.Context, newWriter func() (writer, error), writers, rate, perTx, aggs, size int, d time.Duration) (map[string]int64, map[eventKey]time.Time, error) {
+	var (
+		mu        sync.Mutex
+		written   = map[string]int64{}
+		committed = map[eventKey]time.Time{}
+		firstErr  error
+		wg        sync.WaitGroup
+	)
 	deadline := time.Now().Add(d)
-	next := 0
-	for time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-tick.C:
-		}
-		events := make([]benchEvent, perTx)
-		for i := range events {
-			agg := aggName(next % aggs)
-			next++
-			events[i] = benchEvent{Agg: agg, Seq: written[agg] + 1, Payload: payload(agg, written[agg]+1, size, rnd)}
-			written[agg]++
-		}
-		if err := w.write(ctx, events); err != nil {
+	interval := time.Second * time.Duration(perTx*writers) / time.Duration(rate)
+	for wr := range writers {
+		w, err := newWriter()
+		if err != nil {
 			return nil, nil, err
 		}
-		now := time.Now()
-		for _, e := range events {
-			committed[eventKey{e.Agg, e.Seq}] = now
-		}
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(3, uint64(wr)))
+			own := counters{}
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			next := wr
+			for time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				events := make([]benchEvent, perTx)
+				for i := range events {
+					agg := aggName(next)
+					next += writers
+					if next >= aggs {
+						next = wr
+					}
+					own[agg]++
+					events[i] = benchEvent{Agg: agg, Seq: own[agg], Payload: payload(agg, own[agg], size, rnd)}
+				}
+				if err := w.write(ctx, events); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				now := time.Now()
+				mu.Lock()
+				for _, e := range events {
+					committed[eventKey{e.Agg, e.Seq}] = now
+					written[e.Agg] = max(written[e.Agg], e.Seq)
+				}
+				mu.Unlock()
+			}
+		})
 	}
-	return written, committed, nil
+	wg.Wait()
+	return written, committed, firstErr
 }
 
 // newEventID is a time-ordered UUID, as herald's writer makes.
 func newEventID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// retryDeadlock runs a writer's transaction again when MariaDB chose it as
+// a deadlock victim or its lock wait timed out, as an application would
+// (the server says to restart the transaction; nothing was committed).
+// The reference loop's claim, which locks the whole ready range at
+// REPEATABLE READ, makes writers deadlock with it.
+func retryDeadlock(ctx context.Context, tx func() error) error {
+	for {
+		err := tx()
+		var me *mysql.MySQLError
+		if err == nil || !errors.As(err, &me) || (me.Number != 1213 && me.Number != 1205) || ctx.Err() != nil {
+			return err
+		}
+		writerRetries.Add(1)
+	}
+}
+
+// writerRetries counts the transactions writers restarted.
+var writerRetries atomic.Int64
