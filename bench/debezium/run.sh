@@ -14,6 +14,7 @@ fail() { echo "debezium run: $*" >&2; exit 2; }
 
 [ -f "$target/.complete" ] || fail "not built: run $here/build.sh first"
 
+password_set=${DBZ_DB_PASSWORD+set}
 DBZ_DB_HOST=${DBZ_DB_HOST:-}
 DBZ_DB_PORT=${DBZ_DB_PORT:-}
 DBZ_DB_USER=${DBZ_DB_USER:-}
@@ -33,7 +34,7 @@ errors=()
 need() { [ -n "${!1}" ] || errors+=("$1 is required"); }
 need DBZ_DB_HOST; need DBZ_DB_USER; need DBZ_DB_NAME; need DBZ_KAFKA_BOOTSTRAP
 need DBZ_TOPIC; need DBZ_STATE_DIR; need DBZ_DB_PORT; need DBZ_SERVER_ID
-[ -z "${DBZ_DB_PASSWORD+x}" ] && errors+=("DBZ_DB_PASSWORD is required (may be empty)")
+[ -n "$password_set" ] || errors+=("DBZ_DB_PASSWORD is required (may be empty)")
 port_ok() { [[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
 [ -z "$DBZ_DB_PORT" ] || port_ok "$DBZ_DB_PORT" || errors+=("DBZ_DB_PORT must be a port number, not '$DBZ_DB_PORT'")
 port_ok "$DBZ_REST_PORT" || errors+=("DBZ_REST_PORT must be a port number, not '$DBZ_REST_PORT'")
