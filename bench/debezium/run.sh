@@ -56,6 +56,15 @@ if [ ${#errors[@]} -gt 0 ]; then
   printf 'debezium run: %s\n' "${errors[@]}" >&2
   exit 2
 fi
+# Connect's producer waits for a missing topic forever (Connect sets
+# max.block.ms and delivery.timeout.ms to their maxima), logging a warning
+# per retry: refuse to start instead, where kcat can tell.
+if command -v kcat >/dev/null; then
+  meta=$(kcat -b "$DBZ_KAFKA_BOOTSTRAP" -L -t "$DBZ_TOPIC" -m 10 2>&1 || true)
+  if [[ $meta == *"Unknown topic or partition"* ]]; then
+    fail "DBZ_TOPIC: topic $DBZ_TOPIC does not exist on $DBZ_KAFKA_BOOTSTRAP (create it first)"
+  fi
+fi
 mkdir -p "$DBZ_STATE_DIR" || fail "DBZ_STATE_DIR: cannot create $DBZ_STATE_DIR"
 state=$(cd "$DBZ_STATE_DIR" && pwd)
 connector=herald-outbox
