@@ -4,7 +4,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: up down reset test test-cluster build vet drill drill-postgres demo
+.PHONY: up down reset test test-cluster build vet drill drill-postgres demo bench
 
 up:
 	stack/up.sh
@@ -66,3 +66,13 @@ drill-postgres: up build
 DEMO_DURATION ?= 1m
 demo: up build
 	bin/herald demo --duration $(DEMO_DURATION)
+
+# herald beside the reference loop, Watermill's forwarder and Debezium on
+# the local stack, in one run of interleaved repetitions (bench/, a module
+# of its own). Writes docs/benchmarks/peers.json, peers.md and the SVG
+# charts. About 20 minutes with the defaults on a 2-core machine; a quick
+# trial: BENCH_REPS=1 BENCH_EVENTS=5000 BENCH_SUSTAINED=5s BENCH_DELIVERY=5s
+# make bench. It drops its databases and topics and purges the binlogs.
+bench: up
+	bench/debezium/build.sh || echo "make bench: the Debezium build failed: the run reports Debezium as a gap, with the error"
+	cd bench && $(GO) run . run

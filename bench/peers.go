@@ -70,8 +70,9 @@ var peers = []peer{
 			return []*process{p}, err
 		}},
 	{name: "debezium", label: "Debezium", table: heraldTable, budget: drainBudget, resumes: true, expectedRate: 5000, startup: 20,
-		description: "Debezium (bench/debezium/run.sh: the MySQL connector reading MariaDB's binlog, every event of " +
-			"outbox_events to one topic, key = aggregate_id, value = payload), snapshot mode no_data",
+		description: "Debezium's MariaDB connector with the Outbox Event Router in Kafka Connect standalone (bench/debezium/run.sh): " +
+			"reads MariaDB's binlog, every event of outbox_events to one topic, key = aggregate_id, value = payload, " +
+			"event id in header id; snapshot mode no_data, producer acks=all, idempotent",
 		start: startDebezium},
 	{name: "herald-poll-1", label: "herald, polling, 1 relay", table: heraldTable, budget: drainBudget, expectedRate: 8000,
 		description: "herald relay --source poll (the defaults), one process",
@@ -140,7 +141,12 @@ func startDebezium(ctx context.Context, h *harness, env peerEnv) ([]*process, er
 	if i := lastColon(host); i >= 0 {
 		host, port = host[:i], host[i+1:]
 	}
+	rest, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	vars := []string{
+		"DBZ_REST_PORT=" + rest[lastColon(rest)+1:],
 		"DBZ_DB_HOST=" + host, "DBZ_DB_PORT=" + port, "DBZ_DB_USER=herald", "DBZ_DB_PASSWORD=herald",
 		"DBZ_DB_NAME=" + env.database, "DBZ_TABLE=outbox_events",
 		"DBZ_KAFKA_BOOTSTRAP=" + h.cfg.Brokers[0], "DBZ_TOPIC=" + env.topic,

@@ -287,13 +287,25 @@ func buildDebezium(ctx context.Context, dir string) error {
 	if _, err := os.Stat(build); err != nil {
 		return fmt.Errorf("no Debezium build: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "bash", build)
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		return fmt.Errorf("%s failed (%v): %s", build, err, strings.Join(lines[max(0, len(lines)-10):], "\n"))
+	steps := []string{build}
+	// grant.sh gives the herald user RELOAD, which the connector's schema
+	// snapshot needs (as root over the stack's socket).
+	if grant := filepath.Join(dir, "grant.sh"); fileExists(grant) {
+		steps = append(steps, grant)
+	}
+	for _, step := range steps {
+		b, err := exec.CommandContext(ctx, "bash", step).CombinedOutput()
+		if err != nil {
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			return fmt.Errorf("%s failed (%v): %s", step, err, strings.Join(lines[max(0, len(lines)-10):], "\n"))
+		}
 	}
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func loadAverage() [3]float64 {
@@ -345,21 +357,15 @@ func versions(ctx context.Context, h *harness, r *Results) {
 	}
 }
 
-// debeziumVersion is the version the Debezium side's build pins, read from
-// its scripts (DEBEZIUM_VERSION=...), or "unknown".
+// debeziumVersion is the version the Debezium side's build pins (its
+// pom.xml's debezium.version property), or "unknown".
 func debeziumVersion(dir string) string {
-	re := regexp.MustCompile(`(?m)^\s*(?:export\s+)?DEBEZIUM_VERSION=["']?([^"'\s}]+)`)
-	for _, f := range []string{"build.sh", "run.sh", "VERSION"} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			continue
-		}
-		if f == "VERSION" {
-			return strings.TrimSpace(string(b))
-		}
-		if v := re.FindSubmatch(b); v != nil {
-			return string(v[1])
-		}
+	b, err := os.ReadFile(filepath.Join(dir, "pom.xml"))
+	if err != nil {
+		return "unknown"
+	}
+	if v := regexp.MustCompile(`<debezium.version>([^<]+)<`).FindSubmatch(b); v != nil {
+		return string(v[1]) + " (MariaDB connector, Outbox Event Router, Kafka Connect standalone)"
 	}
 	return "unknown"
 }
