@@ -53,6 +53,9 @@ type Config struct {
 	// Herald is the herald binary the herald peers run. Defaults to one
 	// built from ../cmd/herald into the work directory.
 	Herald string
+	// Self is the bench binary the harness re-executes as the reference
+	// loop and the Watermill forwarder. Defaults to this executable.
+	Self string
 	// Debezium is the directory of Debezium's build.sh and run.sh.
 	// Defaults to ./debezium.
 	Debezium string

@@ -31,9 +31,11 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	self := cfg.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
 	}
 	h := &harness{cfg: cfg, self: self, workDir: workDir, templates: map[string]string{}, results: res}
 	h.serverID.Store(int64(time.Now().Unix()%1_000_000)*100 + 5_000_000)
