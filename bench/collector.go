@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ type collector struct {
 	distinct map[eventKey]bool
 	probes   int
 	changed  chan struct{} // closed and replaced on every poll that added records
+	lastNew  time.Time     // when the last new event arrived
 }
 
 func newCollector(brokers []string, topic string) (*collector, error) {
@@ -54,8 +56,9 @@ func (c *collector) run(ctx context.Context) {
 			c.records = append(c.records, r)
 			if r.Agg == probeAggregate {
 				c.probes++
-			} else if r.Agg != "" {
-				c.distinct[eventKey{r.Agg, r.Seq}] = true
+			} else if k := (eventKey{r.Agg, r.Seq}); r.Agg != "" && !c.distinct[k] {
+				c.distinct[k] = true
+				c.lastNew = time.Now()
 			}
 		}
 		close(c.changed)
@@ -93,6 +96,36 @@ func (c *collector) waitEvents(ctx context.Context, n int, timeout time.Duration
 		func() string { return fmt.Sprintf("%d of %d events on the topic", len(c.distinct), n) })
 }
 
+// errWaitTimeout is a wait's timeout, as opposed to a stall or an abort.
+var errWaitTimeout = errors.New("timed out")
+
+// stallTimeout is how long waitCaughtUp waits for a new event before it
+// concludes that the missing ones will not come.
+const stallTimeout = 10 * time.Second
+
+// waitCaughtUp waits until n distinct events were read, and gives up when
+// none arrived for stallTimeout or timeout passed: a peer that lost events
+// is reported without waiting out the whole timeout.
+func (c *collector) waitCaughtUp(ctx context.Context, n int, timeout time.Duration, abort func() error) (time.Time, error) {
+	c.mu.Lock()
+	if c.lastNew.IsZero() {
+		c.lastNew = time.Now()
+	}
+	c.mu.Unlock()
+	stalled := func() error {
+		if err := abort(); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if since := time.Since(c.lastNew); since > stallTimeout {
+			return fmt.Errorf("%d of %d events on the topic, no new one for %v", len(c.distinct), n, since.Round(time.Second))
+		}
+		return nil
+	}
+	return c.waitEvents(ctx, n, timeout, stalled)
+}
+
 // waitProbes waits until at least n probe records were read.
 func (c *collector) waitProbes(ctx context.Context, n int, timeout time.Duration, abort func() error) error {
 	_, err := c.waitFor(ctx, func() bool { return c.probes >= n }, timeout, abort,
@@ -123,7 +156,7 @@ func (c *collector) waitFor(ctx context.Context, cond func() bool, timeout time.
 		case <-deadline.C:
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			return time.Time{}, fmt.Errorf("after %v: %s", timeout, what())
+			return time.Time{}, fmt.Errorf("%w after %v: %s", errWaitTimeout, timeout, what())
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
 		}

@@ -69,7 +69,7 @@ var peers = []peer{
 				"--dsn", env.dsn, "--brokers", joinBrokers(h.cfg.Brokers), "--subscribe-batch", "1000")
 			return []*process{p}, err
 		}},
-	{name: "debezium", label: "Debezium", table: heraldTable, budget: drainBudget, resumes: true, expectedRate: 5000, startup: 20,
+	{name: "debezium", label: "Debezium", table: heraldTable, budget: drainBudget, resumes: true, expectedRate: 4000, startup: 15,
 		description: "Debezium's MariaDB connector with the Outbox Event Router in Kafka Connect standalone (bench/debezium/run.sh): " +
 			"reads MariaDB's binlog, every event of outbox_events to one topic, key = aggregate_id, value = payload, " +
 			"event id in header id; snapshot mode no_data, producer acks=all, idempotent",

@@ -144,7 +144,9 @@ func markdown(r *Results) string {
 
 	p("\n## Delivery delay at a steady %d events/s\n\n", st.DeliveryRate)
 	p("From the writer's clock right after COMMIT returned to the record's LogAppendTime (the broker's clock, same machine; millisecond resolution), ")
-	p("for each event's first record. Every written event must reach the topic.\n\n")
+	p("for each event's first record. Every written event must reach the topic within %.0f s after the writes end, while new ones keep arriving; ", catchUpWait.Seconds())
+	p("a peer still publishing then *fell behind* the rate (its delays are those of the events that arrived, and only order is verified), ")
+	p("one that published nothing new for %.0f s while events were missing lost them (verification fails).\n\n", stallTimeout.Seconds())
 	p("| peer | events (written/s) | p50 ms | p90 ms | p99 ms | max ms | relay CPU s | relay peak RSS MiB | verified (all events, order) |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, pr := range r.Peers {
@@ -153,9 +155,15 @@ func markdown(r *Results) string {
 			continue
 		}
 		ss := pr.Delivery
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", pr.Label,
+		behind := ""
+		for _, s := range ss {
+			if s.Behind {
+				behind = ", fell behind"
+			}
+		}
+		p("| %s | %s%s | %s | %s | %s | %s | %s | %s | %s |\n", pr.Label,
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return float64(s.Events) }), "%.0f")+" ("+
-				cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.WrittenRate }), "%.0f")+")",
+				cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.WrittenRate }), "%.0f")+")", behind,
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.P50 }), "%.1f"),
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.P90 }), "%.1f"),
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.P99 }), "%.1f"),

@@ -133,6 +133,10 @@ type SustainedSample struct {
 type DeliverySample struct {
 	Rep    int `json:"rep"`
 	Events int `json:"events"`
+	// Behind says the peer was still publishing when the wait after the
+	// writes ended: it fell behind the rate, and its delays are those of
+	// the events that arrived (completeness not checked).
+	Behind bool `json:"behind"`
 	// WrittenRate is the rate the writers achieved (events/s).
 	WrittenRate float64 `json:"written_per_second"`
 	// Delays (ms) from the writer's clock right after COMMIT returned to

@@ -232,13 +232,15 @@ func settingsOf(cfg Config) Settings {
 		Order: "per repetition: every peer's drain, then the writers alone and every peer's sustained run, then every peer's delivery run"}
 }
 
-// estimate is the plan's guess of a run's length, in seconds: loading the
+// estimate is the plan's guess of a run's length, in seconds, from what
+// trial runs on the 2-core development machine took: loading the
 // templates, then per repetition and peer a drain (copying the backlog,
 // the drain at the peer's expected rate within its budget, its starts), a
-// sustained and a delivery run (each a start, the window and the set-up),
-// and the writers-alone windows.
+// sustained and a delivery run (each a start, the window, the set-up, and
+// for a delivery the wait for the events on their way: the whole catch-up
+// wait for a peer slower than the rate), and the writers-alone windows.
 func estimate(cfg Config, ps []peer) float64 {
-	const setup = 6.0 // database, migrations, topic, readiness, teardown
+	const setup = 2.0 // database, migrations, topic, reader; teardown
 	load := float64(cfg.Events) / 6000
 	copyTime := float64(cfg.Events) / 15000
 	perRep := 2 * (cfg.Sustained.Seconds() + setup)
@@ -250,7 +252,11 @@ func estimate(cfg Config, ps []peer) float64 {
 		}
 		perRep += copyTime + drain + starts*(p.startup+setup)
 		perRep += cfg.Sustained.Seconds() + p.startup + setup
-		perRep += cfg.Delivery.Seconds() + p.startup + setup + 2
+		catchUp := 3.0
+		if p.expectedRate < 2*float64(cfg.DeliveryRate) {
+			catchUp = catchUpWait.Seconds()
+		}
+		perRep += cfg.Delivery.Seconds() + p.startup + setup + catchUp
 	}
 	return 2*load + float64(cfg.Reps)*perRep
 }
