@@ -310,6 +310,7 @@ func (h *harness) delivery(ctx context.Context, p peer, rep int) (out DeliverySa
 	// its late events are not lost, and its delays are those of the events
 	// that made it. One that stopped publishing (a stall) lost them.
 	out.Behind = werr != nil && errors.Is(werr, errWaitTimeout)
+	died := exitedEarly(procs)
 	m1 := h.st.mark(ctx)
 	u1, err := usageOf(procs)
 	if err != nil {
@@ -324,7 +325,7 @@ func (h *harness) delivery(ctx context.Context, p peer, rep int) (out DeliverySa
 	out.Verify = verify(written, recs, !out.Behind)
 	// Events that never came are the verification's finding (Missing);
 	// a relay that died or an interrupt is the run's error.
-	if werr != nil && (ctx.Err() != nil || exitedEarly(procs) != nil) {
+	if werr != nil && (ctx.Err() != nil || died != nil) {
 		out.Error = errors.Join(werr, errorOrNil(out.Error)).Error()
 	}
 	delays := firstDelays(recs, committed)

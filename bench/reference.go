@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/envelope"
@@ -51,74 +54,100 @@ func runReference(ctx context.Context, args []string) error {
 		return err
 	}
 	defer producer.Close()
+	for ctx.Err() == nil {
+		err := referenceRound(ctx, db, producer)
+		switch {
+		case ctx.Err() != nil:
+			return nil // SIGTERM: the rest of a batch stays leased, as at a crash
+		case errors.Is(err, errNothingReady):
+			select {
+			case <-ctx.Done():
+			case <-time.After(referencePoll):
+			}
+		case isDeadlock(err):
+			// MariaDB chose the claim as a deadlock victim (writers insert
+			// into the range it locks): claim again, as a loop would.
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// errNothingReady is a claim that found no ready event.
+var errNothingReady = errors.New("nothing ready")
+
+// referenceRound is one turn of the loop: claim up to 100 ready events,
+// record the lease, commit, then produce each synchronously and mark it.
+func referenceRound(ctx context.Context, db *sql.DB, producer *kgo.Client) error {
 	type event struct {
 		id, agg, typ string
 		version      uint16
 		payload      []byte
 		occurred     time.Time
 	}
-	for ctx.Err() == nil {
-		tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, referenceClaim)
+	if err != nil {
+		return err
+	}
+	var batch []event
+	for rows.Next() {
+		var e event
+		if err := rows.Scan(&e.id, &e.agg, &e.typ, &e.version, &e.payload, &e.occurred); err != nil {
+			rows.Close()
+			return err
+		}
+		batch = append(batch, e)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(batch) == 0 {
+		return errNothingReady
+	}
+	args := []any{"reference"}
+	for _, e := range batch {
+		args = append(args, e.id)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox_events SET locked_at = NOW(6), locked_by = ?, attempts = attempts + 1
+		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`)`, args...); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, e := range batch {
+		value, err := envelope.Encode(envelope.Envelope{EventID: e.id, Type: e.typ, Version: e.version, OccurredAt: e.occurred, Data: e.payload})
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, referenceClaim)
-		if err != nil {
-			tx.Rollback()
+		rec := &kgo.Record{Key: []byte(e.agg), Value: value,
+			Headers: []kgo.RecordHeader{{Key: envelope.HeaderEventID, Value: []byte(e.id)}}}
+		if err := producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
 			return err
 		}
-		var batch []event
-		for rows.Next() {
-			var e event
-			if err := rows.Scan(&e.id, &e.agg, &e.typ, &e.version, &e.payload, &e.occurred); err != nil {
-				rows.Close()
-				tx.Rollback()
-				return err
-			}
-			batch = append(batch, e)
-		}
-		if err := rows.Err(); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if len(batch) == 0 {
-			tx.Rollback()
-			select {
-			case <-ctx.Done():
-			case <-time.After(referencePoll):
-			}
-			continue
-		}
-		args := []any{"reference"}
-		for _, e := range batch {
-			args = append(args, e.id)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox_events SET locked_at = NOW(6), locked_by = ?, attempts = attempts + 1
-			WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`)`, args...); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return err
-		}
-		for _, e := range batch {
-			value, err := envelope.Encode(envelope.Envelope{EventID: e.id, Type: e.typ, Version: e.version, OccurredAt: e.occurred, Data: e.payload})
-			if err != nil {
-				return err
-			}
-			rec := &kgo.Record{Key: []byte(e.agg), Value: value,
-				Headers: []kgo.RecordHeader{{Key: envelope.HeaderEventID, Value: []byte(e.id)}}}
-			// Stopping mid-batch is the loop's crash: the rest stays leased.
-			if err := producer.ProduceSync(context.WithoutCancel(ctx), rec).FirstErr(); err != nil {
-				return err
-			}
-			if _, err := db.ExecContext(context.WithoutCancel(ctx), "UPDATE outbox_events SET published_at = NOW(6) WHERE id = ?", e.id); err != nil {
-				return err
-			}
-			if ctx.Err() != nil {
-				return nil
+		// The mark is one autocommitted UPDATE per event; a deadlock victim
+		// is run again.
+		for {
+			_, err := db.ExecContext(ctx, "UPDATE outbox_events SET published_at = NOW(6) WHERE id = ?", e.id)
+			if !isDeadlock(err) {
+				if err != nil {
+					return err
+				}
+				break
 			}
 		}
 	}
 	return nil
+}
+
+// isDeadlock says err is MariaDB's deadlock victim or lock wait timeout.
+func isDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }

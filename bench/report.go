@@ -85,6 +85,7 @@ func markdown(r *Results) string {
 	p("From the relay's start to the last event's append on the topic (a peer past its budget: the events so far over the budget, marked partial). ")
 	p("The backlog is written before the relay starts, so the database's CPU and ROW binlog bytes here are the relay's alone. ")
 	p("Debezium and herald's binlog relay are started once first (offsets, a checkpoint), stopped, and restarted after the backlog is written, so they stream it.\n\n")
+	p("Relay CPU is the processes' total from their start (a JVM's start included).\n\n")
 	p("| peer | table read | events/s | delivered | MariaDB CPU µs/event | ROW binlog B/event | relay CPU s | relay peak RSS MiB | verified |\n")
 	p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, pr := range r.Peers {

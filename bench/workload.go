@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
 	"github.com/herald-outbox/herald/internal/database"
@@ -412,8 +410,7 @@ func newEventID() string { return uuid.Must(uuid.NewV7()).String() }
 func retryDeadlock(ctx context.Context, tx func() error) error {
 	for {
 		err := tx()
-		var me *mysql.MySQLError
-		if err == nil || !errors.As(err, &me) || (me.Number != 1213 && me.Number != 1205) || ctx.Err() != nil {
+		if !isDeadlock(err) || ctx.Err() != nil {
 			return err
 		}
 		writerRetries.Add(1)
