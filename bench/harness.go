@@ -22,7 +22,6 @@ type harness struct {
 	// templates are the databases holding each table shape's backlog.
 	templates map[string]string
 	serverID  atomic.Int64
-	results   *Results
 }
 
 // nextServerID is a binlog replica id no other reader of this run uses.

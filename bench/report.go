@@ -184,7 +184,8 @@ func markdown(r *Results) string {
 	p("which is how verification identifies events: every written event on the topic (where the run waits for all), each aggregate on one partition under its own key, ")
 	p("and per aggregate the order of first appearance equal to the write order (one writer per aggregate, so write order is its order). ")
 	p("CPU and RSS of the relay processes are read from /proc/<pid>/stat (utime+stime) and /proc/<pid>/status (VmHWM) before they are stopped, summed over a peer's processes; ")
-	p("MariaDB's CPU is mariadbd's, which includes any other client's work on the shared server during the window.\n")
+	p("MariaDB's CPU (mariadbd's) and binlog bytes (SHOW BINARY LOGS) are server-wide: any other client's work on the shared server during the window counts, ")
+	p("which weighs most in short windows and for peers that write little themselves (Debezium writes nothing to the database).\n")
 
 	var problems []string
 	for _, pr := range r.Peers {

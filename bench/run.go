@@ -37,7 +37,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 			return err
 		}
 	}
-	h := &harness{cfg: cfg, self: self, workDir: workDir, templates: map[string]string{}, results: res}
+	h := &harness{cfg: cfg, self: self, workDir: workDir, templates: map[string]string{}}
 	h.serverID.Store(int64(time.Now().Unix()%1_000_000)*100 + 5_000_000)
 	defer killAll()
 	if h.cfg.Herald == "" {
@@ -93,11 +93,11 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		}
 		fmt.Fprintf(out, "backlog of %d events for %s loaded in %v\n", cfg.Events, t, time.Since(t0).Round(time.Second))
 	}
-	baselines := map[string]*Baseline{}
+	baselines := map[string]int{} // table shape -> index in res.Baselines
 	for _, t := range []string{heraldTable, watermillTable} {
 		if tables[t] {
+			baselines[t] = len(res.Baselines)
 			res.Baselines = append(res.Baselines, Baseline{Table: t})
-			baselines[t] = &res.Baselines[len(res.Baselines)-1]
 		}
 	}
 
@@ -105,7 +105,8 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		for _, kind := range []string{"drain", "sustained", "delivery"} {
 			if kind == "sustained" {
 				for _, t := range []string{heraldTable, watermillTable} {
-					if b := baselines[t]; b != nil {
+					if i, ok := baselines[t]; ok {
+						b := &res.Baselines[i]
 						s, err := h.sustained(ctx, peer{name: "writers", table: t}, rep)
 						if err != nil {
 							s.Error = err.Error()

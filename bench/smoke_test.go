@@ -49,6 +49,14 @@ func TestSmokeEveryGoPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(r.Baselines) != 2 {
+		t.Errorf("%d writers-alone baselines, want one per table shape", len(r.Baselines))
+	}
+	for _, b := range r.Baselines {
+		if len(b.Samples) != 1 || b.Samples[0].WrittenRate <= 0 || b.Samples[0].Error != "" {
+			t.Errorf("writers alone on %s: %+v", b.Table, b.Samples)
+		}
+	}
 	if len(r.Peers) != len(cfg.Peers) {
 		t.Fatalf("%d peers in the results, want %d", len(r.Peers), len(cfg.Peers))
 	}

@@ -11,8 +11,8 @@ import (
 // whiskers for throughput, markers on a logarithmic axis for delays.
 
 const (
-	svgWidth  = 820
-	svgLabelW = 270
+	svgWidth  = 900
+	svgLabelW = 340
 	svgRight  = 70
 	svgRowH   = 18
 )
@@ -33,8 +33,14 @@ func throughputSVG(r *Results) string {
 			groups = append(groups, []bar{{label: pr.Label + " (gap: could not run)", gap: true}})
 			continue
 		}
+		drain := ", drain"
+		for _, s := range pr.Drain {
+			if s.Partial {
+				drain = ", drain (partial: budget)"
+			}
+		}
 		groups = append(groups, []bar{
-			{label: pr.Label + ", drain", color: "#3b6ea8",
+			{label: pr.Label + drain, color: "#3b6ea8",
 				s: figure(pr.Drain, drainOK, func(s DrainSample) float64 { return s.Rate })},
 			{label: pr.Label + ", sustained", color: "#e08a2c",
 				s: figure(pr.Sustained, sustainedOK, func(s SustainedSample) float64 { return s.PublishedRate })},
@@ -156,7 +162,7 @@ func latencySVG(r *Results) string {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>%s %.1f ms</title></circle>`+"\n", x(v), y+8, colors[j], names[j], v)
 			}
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">%.0f / %.0f ms</text>`+"\n", x(rw.marks[3])+8, y+12, rw.marks[0], rw.marks[2])
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">p50 %.0f, p99 %.0f ms</text>`+"\n", x(rw.marks[3])+8, y+12, rw.marks[0], rw.marks[2])
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
