@@ -33,7 +33,9 @@ func sampleResults() *Results {
 					CDF: []float64{1, 2, 3}, Verify: ok}}},
 			{Name: "watermill", Label: "Watermill forwarder (defaults)", Table: watermillTable,
 				Drain: []DrainSample{{Rep: 1, Events: 100, Delivered: 40, Partial: true, Rate: 1700,
-					Database: DatabaseCost{-1, -1}, Verify: Verification{Delivered: 40, OrderViolations: 2, FirstProblem: "aggregate agg-0001: event 2 first appeared after event 3"}}}},
+					Database: DatabaseCost{-1, -1}, Verify: Verification{Delivered: 40, OrderViolations: 2, FirstProblem: "aggregate agg-0001: event 2 first appeared after event 3"}}},
+				Delivery: []DeliverySample{{Rep: 1, Events: 100, P50: 2000, P90: 2500, P99: 3000, Max: 3100,
+					Verify: Verification{Expected: 100, Delivered: 90, Missing: 10, CompleteRequired: true, FirstProblem: "10 of 100 written events are not on the topic"}}}},
 			{Name: "debezium", Label: "Debezium", Table: heraldTable, Gap: "run.sh: java: command not found"},
 		},
 	}
@@ -61,6 +63,8 @@ func TestReportFromJSON(t *testing.T) {
 		"| herald, polling, 1 relay | 2000 | 1990 | 30 | 50 | 4700 |",
 		"| herald, polling, 1 relay | 100 (990) | 24.0 | 40.0 | 70.0 | 130.0 |",
 		"10.11.19-MariaDB", "3.5.0.Final", "watermill v1.5.1",
+		"| Watermill forwarder (defaults) | 100 (0) | 2000.0 | 2500.0 | 3000.0 | 3100.0 | 0.0 | 0 | **FAILED**: 10 missing (0/1 ok) |",
+		"Why Watermill's forwarder can lose events",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("peers.md lacks %q:\n%s", want, md)
