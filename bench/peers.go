@@ -54,8 +54,10 @@ var peers = []peer{
 			return []*process{p}, err
 		}},
 	{name: "watermill", label: "Watermill forwarder (defaults)", table: watermillTable, budget: drainBudget, expectedRate: 1800,
-		description: "Watermill v1.5.1 components/forwarder: watermill-sql/v4 MySQL subscriber (defaults: batch 100, " +
-			"poll 1 s) -> watermill-kafka/v3 publisher (defaults: sarama sync producer, acks=1), key = aggregate id",
+		description: "Watermill v1.5.1 components/forwarder as its documentation sets up an outbox: writers publish through the " +
+			"forwarder's publisher over a watermill-sql/v4 MySQL publisher on their own transaction; the forwarder reads with a " +
+			"watermill-sql MySQL subscriber (defaults: batch 100, poll 1 s, SERIALIZABLE reads) and sends with a watermill-kafka/v3 " +
+			"publisher (defaults: sarama sync producer, acks=1), key = aggregate id (its partitioning marshaler)",
 		start: func(ctx context.Context, h *harness, env peerEnv) ([]*process, error) {
 			p, err := startProcess(env.tag+"-watermill", h.workDir, nil, h.self, "watermill",
 				"--dsn", env.dsn, "--brokers", joinBrokers(h.cfg.Brokers))
