@@ -41,7 +41,7 @@ port_ok() { [[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
 port_ok "$DBZ_REST_PORT" || errors+=("DBZ_REST_PORT must be a port number, not '$DBZ_REST_PORT'")
 [ -z "$DBZ_SERVER_ID" ] || { [[ $DBZ_SERVER_ID =~ ^[0-9]+$ ]] && [ "$DBZ_SERVER_ID" -ge 1 ] && [ "$DBZ_SERVER_ID" -le 4294967295 ]; } \
   || errors+=("DBZ_SERVER_ID must be an integer in 1..4294967295, not '$DBZ_SERVER_ID'")
-ident='^[A-Za-z0-9_$]+$'
+ident='^[A-Za-z0-9_]+$'
 [ -z "$DBZ_DB_NAME" ] || [[ $DBZ_DB_NAME =~ $ident ]] || errors+=("DBZ_DB_NAME must match $ident, not '$DBZ_DB_NAME'")
 [[ $DBZ_TABLE =~ $ident ]] || errors+=("DBZ_TABLE must match $ident, not '$DBZ_TABLE'")
 [ -z "$DBZ_TOPIC" ] || [[ $DBZ_TOPIC =~ ^[A-Za-z0-9._-]{1,249}$ ]] || errors+=("DBZ_TOPIC must be a Kafka topic name ([A-Za-z0-9._-], at most 249), not '$DBZ_TOPIC'")
