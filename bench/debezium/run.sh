@@ -29,6 +29,7 @@ DBZ_SNAPSHOT_MODE=${DBZ_SNAPSHOT_MODE:-no_data}
 DBZ_REST_PORT=${DBZ_REST_PORT:-18083}
 DBZ_SNAPSHOT_LOCKING_MODE=${DBZ_SNAPSHOT_LOCKING_MODE:-minimal}
 DBZ_POLL_INTERVAL_MS=${DBZ_POLL_INTERVAL_MS:-}
+DBZ_STOP_TIMEOUT=${DBZ_STOP_TIMEOUT:-30}
 
 # Every bad variable at once, each by name.
 errors=()
@@ -51,6 +52,8 @@ case $DBZ_SNAPSHOT_MODE in
 esac
 [ -z "$DBZ_POLL_INTERVAL_MS" ] || { [[ $DBZ_POLL_INTERVAL_MS =~ ^[0-9]+$ ]] && [ "$DBZ_POLL_INTERVAL_MS" -ge 1 ]; } \
   || errors+=("DBZ_POLL_INTERVAL_MS must be a positive number of milliseconds, not '$DBZ_POLL_INTERVAL_MS'")
+{ [[ $DBZ_STOP_TIMEOUT =~ ^[0-9]+$ ]] && [ "$DBZ_STOP_TIMEOUT" -ge 1 ]; } \
+  || errors+=("DBZ_STOP_TIMEOUT must be a positive number of seconds, not '$DBZ_STOP_TIMEOUT'")
 case $DBZ_SNAPSHOT_LOCKING_MODE in
   minimal|extended|none) ;;
   *) errors+=("DBZ_SNAPSHOT_LOCKING_MODE must be minimal, extended or none, not '$DBZ_SNAPSHOT_LOCKING_MODE'") ;;
@@ -138,16 +141,31 @@ umask 077
   prop transforms.outbox.route.topic.replacement "$DBZ_TOPIC"
 } >"$state/connector.properties"
 
-# The watcher: Connect standalone keeps running with a FAILED connector or
-# task, so poll the worker's REST status and stop the worker when it fails.
-# It runs beside the JVM (the exec below keeps this PID) and ends with it.
+# The watcher, beside the JVM (the exec below keeps this PID), ends with it:
+# - Connect standalone keeps running with a FAILED connector or task, so it
+#   polls the worker's REST status and stops the worker when it fails;
+# - Connect's shutdown can hang (seen: its shutdown hook waiting forever in
+#   RestServer.stop for Jetty's threads after Jetty's own shutdown hook
+#   failed), so once the JVM is shutting down (its "connect-shutdown-hook"
+#   thread exists) it gets DBZ_STOP_TIMEOUT seconds, then SIGKILL.
 worker_pid=$$
 (
   url="http://127.0.0.1:$DBZ_REST_PORT/connectors/$connector/status"
+  stopping_since="" failed=""
   while kill -0 "$worker_pid" 2>/dev/null; do
     sleep 2
+    if grep -qs '^connect-shutdow' /proc/"$worker_pid"/task/*/comm; then
+      stopping_since=${stopping_since:-$SECONDS}
+      if [ $((SECONDS - stopping_since)) -ge "$DBZ_STOP_TIMEOUT" ]; then
+        echo "debezium run: the worker (pid $worker_pid) did not stop within ${DBZ_STOP_TIMEOUT}s of its shutdown; SIGKILL" >&2
+        kill -KILL "$worker_pid" 2>/dev/null
+        exit 0
+      fi
+      continue
+    fi
     status=$(curl -fsS --max-time 5 "$url" 2>/dev/null) || continue
-    if [[ $status == *'"state":"FAILED"'* ]]; then
+    if [ -z "$failed" ] && [[ $status == *'"state":"FAILED"'* ]]; then
+      failed=1
       echo "debezium run: connector $connector FAILED; stopping the worker (pid $worker_pid):" >&2
       if command -v jq >/dev/null; then
         jq -r '.connector, (.tasks[]) | select(.state=="FAILED") | (.trace // .state)' <<<"$status" >&2 || echo "$status" >&2
@@ -155,7 +173,6 @@ worker_pid=$$
         echo "$status" >&2
       fi
       kill -TERM "$worker_pid" 2>/dev/null
-      exit 0
     fi
   done
 ) </dev/null &

@@ -55,7 +55,7 @@ records() { kcat -b "$bootstrap" -C -t "$topic" -e -q -f '%k|%h|%s\n' 2>/dev/nul
 count() { records | wc -l; }
 start() {
   DBZ_DB_HOST=127.0.0.1 DBZ_DB_PORT=3306 DBZ_DB_USER=herald DBZ_DB_PASSWORD=herald DBZ_DB_NAME="$db" \
-    DBZ_KAFKA_BOOTSTRAP="$bootstrap" DBZ_TOPIC="$topic" DBZ_STATE_DIR="$state/dbz" DBZ_SERVER_ID=$((900000 + RANDOM)) \
+    DBZ_KAFKA_BOOTSTRAP="$bootstrap" DBZ_TOPIC="$topic" DBZ_STATE_DIR="$state/dbz" DBZ_SERVER_ID=$((900000 + RANDOM)) DBZ_REST_PORT=$((18100 + RANDOM % 100)) \
     "$here/run.sh" >>"$log" 2>&1 &
   worker=$!
 }
