@@ -28,6 +28,8 @@ DBZ_SERVER_ID=${DBZ_SERVER_ID:-}
 DBZ_SNAPSHOT_MODE=${DBZ_SNAPSHOT_MODE:-no_data}
 DBZ_REST_PORT=${DBZ_REST_PORT:-18083}
 DBZ_SNAPSHOT_LOCKING_MODE=${DBZ_SNAPSHOT_LOCKING_MODE:-minimal}
+DBZ_POLL_INTERVAL_MS=${DBZ_POLL_INTERVAL_MS:-}
+DBZ_STOP_TIMEOUT=${DBZ_STOP_TIMEOUT:-30}
 
 # Every bad variable at once, each by name.
 errors=()
@@ -40,7 +42,7 @@ port_ok() { [[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
 port_ok "$DBZ_REST_PORT" || errors+=("DBZ_REST_PORT must be a port number, not '$DBZ_REST_PORT'")
 [ -z "$DBZ_SERVER_ID" ] || { [[ $DBZ_SERVER_ID =~ ^[0-9]+$ ]] && [ "$DBZ_SERVER_ID" -ge 1 ] && [ "$DBZ_SERVER_ID" -le 4294967295 ]; } \
   || errors+=("DBZ_SERVER_ID must be an integer in 1..4294967295, not '$DBZ_SERVER_ID'")
-ident='^[A-Za-z0-9_$]+$'
+ident='^[A-Za-z0-9_]+$'
 [ -z "$DBZ_DB_NAME" ] || [[ $DBZ_DB_NAME =~ $ident ]] || errors+=("DBZ_DB_NAME must match $ident, not '$DBZ_DB_NAME'")
 [[ $DBZ_TABLE =~ $ident ]] || errors+=("DBZ_TABLE must match $ident, not '$DBZ_TABLE'")
 [ -z "$DBZ_TOPIC" ] || [[ $DBZ_TOPIC =~ ^[A-Za-z0-9._-]{1,249}$ ]] || errors+=("DBZ_TOPIC must be a Kafka topic name ([A-Za-z0-9._-], at most 249), not '$DBZ_TOPIC'")
@@ -48,6 +50,10 @@ case $DBZ_SNAPSHOT_MODE in
   no_data|initial|when_needed|never|initial_only|recovery|schema_only|schema_only_recovery) ;;
   *) errors+=("DBZ_SNAPSHOT_MODE must be a Debezium snapshot.mode (no_data, initial, when_needed, ...), not '$DBZ_SNAPSHOT_MODE'") ;;
 esac
+[ -z "$DBZ_POLL_INTERVAL_MS" ] || { [[ $DBZ_POLL_INTERVAL_MS =~ ^[0-9]+$ ]] && [ "$DBZ_POLL_INTERVAL_MS" -ge 1 ]; } \
+  || errors+=("DBZ_POLL_INTERVAL_MS must be a positive number of milliseconds, not '$DBZ_POLL_INTERVAL_MS'")
+{ [[ $DBZ_STOP_TIMEOUT =~ ^[0-9]+$ ]] && [ "$DBZ_STOP_TIMEOUT" -ge 1 ]; } \
+  || errors+=("DBZ_STOP_TIMEOUT must be a positive number of seconds, not '$DBZ_STOP_TIMEOUT'")
 case $DBZ_SNAPSHOT_LOCKING_MODE in
   minimal|extended|none) ;;
   *) errors+=("DBZ_SNAPSHOT_LOCKING_MODE must be minimal, extended or none, not '$DBZ_SNAPSHOT_LOCKING_MODE'") ;;
@@ -82,8 +88,10 @@ umask 077
   prop key.converter org.apache.kafka.connect.storage.StringConverter
   prop value.converter org.apache.kafka.connect.storage.StringConverter
   prop offset.storage.file.filename "$state/connect.offsets"
-  # The value of Kafka's own config/connect-standalone.properties.
-  prop offset.flush.interval.ms 10000
+  # Kafka Connect's documented default (WorkerConfig): offsets reach the
+  # file every minute and at a clean stop, so a crash (not a SIGTERM)
+  # publishes again at most the last minute's events.
+  prop offset.flush.interval.ms 60000
   prop plugin.path "$target/plugins"
   prop listeners "http://127.0.0.1:$DBZ_REST_PORT"
   # The same guarantee herald's relay asks of Kafka.
@@ -118,6 +126,10 @@ umask 077
   # table only, not of every table on the server.
   prop schema.history.internal.store.only.captured.databases.ddl true
   prop schema.history.internal.store.only.captured.tables.ddl true
+  # Debezium hands Connect a batch when max.batch.size (2048) events are
+  # queued or poll.interval.ms (500) has passed: at a low rate an event can
+  # wait up to that long. Unset = Debezium's default; the tuned setting.
+  if [ -n "$DBZ_POLL_INTERVAL_MS" ]; then prop poll.interval.ms "$DBZ_POLL_INTERVAL_MS"; fi
   prop transforms outbox
   prop transforms.outbox.type io.debezium.transforms.outbox.EventRouter
   prop transforms.outbox.table.field.event.id id
@@ -129,16 +141,31 @@ umask 077
   prop transforms.outbox.route.topic.replacement "$DBZ_TOPIC"
 } >"$state/connector.properties"
 
-# The watcher: Connect standalone keeps running with a FAILED connector or
-# task, so poll the worker's REST status and stop the worker when it fails.
-# It runs beside the JVM (the exec below keeps this PID) and ends with it.
+# The watcher, beside the JVM (the exec below keeps this PID), ends with it:
+# - Connect standalone keeps running with a FAILED connector or task, so it
+#   polls the worker's REST status and stops the worker when it fails;
+# - Connect's shutdown can hang (seen: its shutdown hook waiting forever in
+#   RestServer.stop for Jetty's threads after Jetty's own shutdown hook
+#   failed), so once the JVM is shutting down (its "connect-shutdown-hook"
+#   thread exists) it gets DBZ_STOP_TIMEOUT seconds, then SIGKILL.
 worker_pid=$$
 (
   url="http://127.0.0.1:$DBZ_REST_PORT/connectors/$connector/status"
+  stopping_since="" failed=""
   while kill -0 "$worker_pid" 2>/dev/null; do
     sleep 2
+    if grep -qs '^connect-shutdow' /proc/"$worker_pid"/task/*/comm; then
+      stopping_since=${stopping_since:-$SECONDS}
+      if [ $((SECONDS - stopping_since)) -ge "$DBZ_STOP_TIMEOUT" ]; then
+        echo "debezium run: the worker (pid $worker_pid) did not stop within ${DBZ_STOP_TIMEOUT}s of its shutdown; SIGKILL" >&2
+        kill -KILL "$worker_pid" 2>/dev/null
+        exit 0
+      fi
+      continue
+    fi
     status=$(curl -fsS --max-time 5 "$url" 2>/dev/null) || continue
-    if [[ $status == *'"state":"FAILED"'* ]]; then
+    if [ -z "$failed" ] && [[ $status == *'"state":"FAILED"'* ]]; then
+      failed=1
       echo "debezium run: connector $connector FAILED; stopping the worker (pid $worker_pid):" >&2
       if command -v jq >/dev/null; then
         jq -r '.connector, (.tasks[]) | select(.state=="FAILED") | (.trace // .state)' <<<"$status" >&2 || echo "$status" >&2
@@ -146,7 +173,6 @@ worker_pid=$$
         echo "$status" >&2
       fi
       kill -TERM "$worker_pid" 2>/dev/null
-      exit 0
     fi
   done
 ) </dev/null &
