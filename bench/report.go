@@ -224,6 +224,9 @@ func markdown(r *Results) string {
 	for _, pr := range problems {
 		p("%s\n", pr)
 	}
+	if len(r.Notes) > 0 {
+		p("\n## Notes\n\n")
+	}
 	for _, n := range r.Notes {
 		p("- %s\n", n)
 	}

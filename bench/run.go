@@ -161,7 +161,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	}
 	res.Peers = peerResults
 	if n := writerRetries.Load(); n > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("Writers restarted %d transactions that MariaDB chose as deadlock victims (or whose lock wait timed out), as an application would "+
+		res.Notes = append(res.Notes, fmt.Sprintf("Writers restarted %d transaction(s) that MariaDB chose as deadlock victims (or whose lock wait timed out), as an application would "+
 			"(counted over the whole run; the reference loop's claim, for one, locks the whole ready range at REPEATABLE READ).", n))
 	}
 	res.Settings.ReplicationFactor = st.rf
