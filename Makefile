@@ -4,7 +4,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: up down reset test test-cluster build vet drill drill-postgres demo
+.PHONY: up down reset test test-cluster build vet drill drill-postgres demo bench
 
 up:
 	stack/up.sh
@@ -65,3 +65,17 @@ drill-postgres: up build
 DEMO_DURATION ?= 1m
 demo: up build
 	bin/herald demo --duration $(DEMO_DURATION)
+
+# herald beside the reference loop, Watermill's forwarder and Debezium on
+# the local stack, in one run of interleaved repetitions (bench/, a module
+# of its own). Writes docs/benchmarks/peers.json, peers.md and the SVG
+# charts. The defaults (2 repetitions, 100,000-event drains) take about 18
+# minutes on a 2-core machine: the run prints its plan and estimate first.
+# BENCH_REPS, BENCH_EVENTS, BENCH_SUSTAINED, BENCH_DELIVERY,
+# BENCH_DRAIN_BUDGET, BENCH_REFERENCE_BUDGET and BENCH_PEERS override them;
+# a quick trial: BENCH_REPS=1 BENCH_EVENTS=5000 BENCH_SUSTAINED=5s
+# BENCH_DELIVERY=5s make bench. It drops its databases and topics, purges
+# the binlogs and stops every process it started, also when interrupted.
+bench: up
+	bench/debezium/build.sh || echo "make bench: the Debezium build failed: the run reports Debezium as a gap, with the error"
+	cd bench && $(GO) run . run
