@@ -107,7 +107,7 @@ func markdown(r *Results) string {
 			cell(figure(ss, drainOK, func(s DrainSample) float64 { return s.Database.BinlogBytesPerEvent }), "%.0f"),
 			cell(figure(ss, drainOK, func(s DrainSample) float64 { return s.Relay.CPUSeconds }), "%.1f"),
 			cell(figure(ss, drainOK, func(s DrainSample) float64 { return float64(s.Relay.PeakRSSBytes) / (1 << 20) }), "%.0f"),
-			verifiedCell(drainVerifications(ss)))
+			verifiedCell(verifications(ss, drainOK, func(s DrainSample) Verification { return s.Verify })))
 	}
 
 	p("\n## Sustained rate under continuous writes\n\n")
@@ -140,7 +140,7 @@ func markdown(r *Results) string {
 			signedCell(figure(ss, sustainedOK, func(s SustainedSample) float64 { return s.Database.BinlogBytesPerEvent }), bl[1]),
 			cell(figure(ss, sustainedOK, func(s SustainedSample) float64 { return s.Relay.CPUSeconds }), "%.1f"),
 			cell(figure(ss, sustainedOK, func(s SustainedSample) float64 { return float64(s.Relay.PeakRSSBytes) / (1 << 20) }), "%.0f"),
-			verifiedCell(sustainedVerifications(ss)))
+			verifiedCell(verifications(ss, sustainedOK, func(s SustainedSample) Verification { return s.Verify })))
 	}
 
 	p("\n## Delivery delay at a steady %d events/s\n\n", st.DeliveryRate)
@@ -171,7 +171,8 @@ func markdown(r *Results) string {
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.Max }), "%.1f"),
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return s.Relay.CPUSeconds }), "%.1f"),
 			cell(figure(ss, deliveryOK, func(s DeliverySample) float64 { return float64(s.Relay.PeakRSSBytes) / (1 << 20) }), "%.0f"),
-			verifiedCell(deliveryVerifications(ss)))
+			verifiedCell(verifications(ss, func(s DeliverySample) bool { return s.Error == "" || s.Verify.Delivered > 0 },
+				func(s DeliverySample) Verification { return s.Verify })))
 	}
 
 	p("\n## The peers\n\n")
@@ -252,31 +253,12 @@ func signedCell(s spread, base float64) string {
 	return cell(spread{Median: s.Median - base, Min: s.Min - base, Max: s.Max - base, N: s.N}, "%.0f")
 }
 
-func drainVerifications(ss []DrainSample) []Verification {
+// verifications are the verifications of the samples ok accepts.
+func verifications[S any](ss []S, ok func(S) bool, verify func(S) Verification) []Verification {
 	var vs []Verification
 	for _, s := range ss {
-		if drainOK(s) {
-			vs = append(vs, s.Verify)
-		}
-	}
-	return vs
-}
-
-func sustainedVerifications(ss []SustainedSample) []Verification {
-	var vs []Verification
-	for _, s := range ss {
-		if sustainedOK(s) {
-			vs = append(vs, s.Verify)
-		}
-	}
-	return vs
-}
-
-func deliveryVerifications(ss []DeliverySample) []Verification {
-	var vs []Verification
-	for _, s := range ss {
-		if s.Error == "" || s.Verify.Delivered > 0 {
-			vs = append(vs, s.Verify)
+		if ok(s) {
+			vs = append(vs, verify(s))
 		}
 	}
 	return vs

@@ -84,24 +84,15 @@ func newHeraldWriter(ctx context.Context, dsn string) (*heraldWriter, error) {
 }
 
 func (h *heraldWriter) write(ctx context.Context, events []benchEvent) error {
-	return retryDeadlock(ctx, func() error { return h.writeOnce(ctx, events) })
-}
-
-func (h *heraldWriter) writeOnce(ctx context.Context, events []benchEvent) error {
-	tx, err := h.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
 	evs := make([]outbox.Event, len(events))
 	for i, e := range events {
 		evs[i] = outbox.Event{AggregateType: "order", AggregateID: e.Agg, EventType: "order.updated",
 			SchemaVersion: 1, Payload: json.RawMessage(e.Payload)}
 	}
-	if _, err := h.w.Add(ctx, tx, evs...); err != nil {
-		tx.Rollback()
+	return commitRetryingDeadlocks(ctx, h.db, func(tx *sql.Tx) error {
+		_, err := h.w.Add(ctx, tx, evs...)
 		return err
-	}
-	return tx.Commit()
+	})
 }
 
 // watermillWriter writes the way Watermill's outbox documentation shows:
@@ -122,30 +113,19 @@ func newWatermillWriter(ctx context.Context, dsn, topic string) (*watermillWrite
 }
 
 func (w *watermillWriter) write(ctx context.Context, events []benchEvent) error {
-	return retryDeadlock(ctx, func() error { return w.writeOnce(ctx, events) })
-}
-
-func (w *watermillWriter) writeOnce(ctx context.Context, events []benchEvent) error {
-	tx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	pub, err := wsql.NewPublisher(wsql.TxFromStdSQL(tx), wsql.PublisherConfig{SchemaAdapter: wsql.DefaultMySQLSchema{}}, watermill.NopLogger{})
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
-	msgs := make([]*message.Message, len(events))
-	for i, e := range events {
-		msgs[i] = message.NewMessage(watermill.NewUUID(), e.Payload)
-		msgs[i].Metadata.Set(watermillKeyMetadata, e.Agg)
-	}
-	fwd := forwarder.NewPublisher(pub, forwarder.PublisherConfig{ForwarderTopic: forwarderTopic})
-	if err := fwd.Publish(w.topic, msgs...); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return commitRetryingDeadlocks(ctx, w.db, func(tx *sql.Tx) error {
+		pub, err := wsql.NewPublisher(wsql.TxFromStdSQL(tx), wsql.PublisherConfig{SchemaAdapter: wsql.DefaultMySQLSchema{}}, watermill.NopLogger{})
+		if err != nil {
+			return err
+		}
+		msgs := make([]*message.Message, len(events))
+		for i, e := range events {
+			msgs[i] = message.NewMessage(watermill.NewUUID(), e.Payload)
+			msgs[i].Metadata.Set(watermillKeyMetadata, e.Agg)
+		}
+		fwd := forwarder.NewPublisher(pub, forwarder.PublisherConfig{ForwarderTopic: forwarderTopic})
+		return fwd.Publish(w.topic, msgs...)
+	})
 }
 
 // watermillKeyMetadata is the message metadata the Kafka publisher's
@@ -402,19 +382,33 @@ func steadyWriters(ctx context.Context, newWriter func() (writer, error), writer
 // newEventID is a time-ordered UUID, as herald's writer makes.
 func newEventID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// retryDeadlock runs a writer's transaction again when MariaDB chose it as
+// commitRetryingDeadlocks runs a writer's transaction again when MariaDB chose it as
 // a deadlock victim or its lock wait timed out, as an application would
 // (the server says to restart the transaction; nothing was committed).
 // The reference loop's claim, which locks the whole ready range at
 // REPEATABLE READ, makes writers deadlock with it.
-func retryDeadlock(ctx context.Context, tx func() error) error {
+func commitRetryingDeadlocks(ctx context.Context, db *sql.DB, fill func(*sql.Tx) error) error {
 	for {
-		err := tx()
+		err := commit(ctx, db, fill)
 		if !isDeadlock(err) || ctx.Err() != nil {
 			return err
 		}
 		writerRetries.Add(1)
 	}
+}
+
+// commit runs fill in a transaction of db and commits it, or rolls it back
+// when fill fails.
+func commit(ctx context.Context, db *sql.DB, fill func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fill(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 // writerRetries counts the transactions writers restarted.
