@@ -310,7 +310,7 @@ func reportBloat(b *testing.B, d *testenv.Database) {
 	time.Sleep(2 * time.Second) // a benchmark waiting on the server's statistics, not a test
 	fmt.Printf("postgres bloat: after cleanup (%d deleted in %d batches): %s\n", rep.Events, rep.Batches, tableState(b, d))
 	// The drain's own dead tuples may have had the table vacuumed
-	// already: wait for a visit that began after the cleanup.
+	// already: wait for the next visit to finish.
 	cleaned := lastAutovacuum(b, d)
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) && !lastAutovacuum(b, d).After(cleaned) {
