@@ -71,7 +71,7 @@ func markdown(r *Results) string {
 	p("**Machine**: %d CPUs, kernel %s, load average %.2f/%.2f/%.2f at the start and %.2f/%.2f/%.2f at the end ",
 		m.CPUs, m.Kernel, m.LoadStart[0], m.LoadStart[1], m.LoadStart[2], m.LoadEnd[0], m.LoadEnd[1], m.LoadEnd[2])
 	p("(the database, Kafka, the relays and the harness share these CPUs; other work on the machine counts in the load).\n\n")
-	p("**Versions**: MariaDB %s; Kafka %s, %d broker(s), topics with replication factor %s; %s; %s; %s; Debezium %s; herald %s.\n\n",
+	p("**Versions**: MariaDB %s; Kafka %s, %d broker(s), topics with replication factor %s; %s; %s; %s; Debezium %s; %s.\n\n",
 		m.MariaDB, m.Kafka, m.Brokers, rfText(st.ReplicationFactor), m.Go, m.Java, m.Watermill, m.Debezium, orUnknown(m.Herald))
 	p("**Settings**: backlog of %d events of %d B (JSON) over %d aggregates, key = aggregate id, %d partitions per topic, "+
 		"message.timestamp.type=LogAppendTime; drain budget %.0f s (reference loop %.0f s); sustained: %d writers, %d events per transaction, %.0f s; "+
