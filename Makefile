@@ -69,8 +69,8 @@ demo: up build
 # herald beside the reference loop, Watermill's forwarder and Debezium on
 # the local stack, in one run of interleaved repetitions (bench/, a module
 # of its own). Writes docs/benchmarks/peers.json, peers.md and the SVG
-# charts. The defaults (2 repetitions, 100,000-event drains) take about 18
-# minutes on a 2-core machine: the run prints its plan and estimate first.
+# charts. The defaults (2 repetitions, 100,000-event drains) took 13
+# minutes on the 2-core machine: the run prints its plan and estimate first.
 # BENCH_REPS, BENCH_EVENTS, BENCH_SUSTAINED, BENCH_DELIVERY,
 # BENCH_DRAIN_BUDGET, BENCH_REFERENCE_BUDGET and BENCH_PEERS override them;
 # a quick trial: BENCH_REPS=1 BENCH_EVENTS=5000 BENCH_SUSTAINED=5s
