@@ -101,6 +101,9 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			if source != sourcePoll && source != sourceBinlog {
 				problems = append(problems, fmt.Sprintf("--source: want %s or %s, got %q", sourcePoll, sourceBinlog, source))
 			}
+			if url, err := db.url(); err == nil && source == sourceBinlog && database.IsPostgres(url) {
+				problems = append(problems, "--source binlog: streams the MariaDB/MySQL binlog; PostgreSQL has no change-stream source, use --source poll")
+			}
 			if _, fromEnv := os.LookupEnv(env["linger"]); source == sourceBinlog && !cmd.Flags().Changed("linger") && !fromEnv {
 				// A stream publishes as events commit: waiting for company
 				// only adds latency.

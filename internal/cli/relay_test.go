@@ -43,6 +43,8 @@ func TestRelayRefusesExplicitInvalidValues(t *testing.T) {
 			[]string{"--cleanup-inbox-retention: needs"}},
 		{"inbox retention not above the retention", []string{"--cleanup-retention=168h", "--cleanup-inbox-retention=24h"}, nil,
 			[]string{"--cleanup-inbox-retention: must be longer"}},
+		{"binlog source on PostgreSQL", []string{"--source=binlog", "--mysql-dsn=postgres://u:p@127.0.0.1:1/db"}, nil,
+			[]string{"--source binlog", "PostgreSQL has no change-stream source", "--source poll"}},
 		{"every problem at once", []string{"--lease=0", "--batch-size=0", "--cleanup-retention=-1h", "--compression=brotli"}, nil,
 			[]string{"--lease", "--batch-size", "--cleanup-retention", "--compression"}},
 	}
