@@ -305,17 +305,20 @@ func reportBloat(b *testing.B, d *testenv.Database) {
 		b.Fatal(err)
 	}
 	// A backend sends its statistics when idle for a while or when it
-	// exits: close the cleanup's connections so the figures include it.
+	// exits: close the cleanup's connections, then wait until the figures
+	// include the deletes.
 	d.DB.SetMaxIdleConns(0)
-	time.Sleep(2 * time.Second) // a benchmark waiting on the server's statistics, not a test
+	testenv.WaitFor(b, time.Minute, "the cleanup in the table's statistics", func() (bool, string) {
+		live := liveTuples(b, d)
+		return live == 0, fmt.Sprintf("%d live tuples", live)
+	})
 	fmt.Printf("postgres bloat: after cleanup (%d deleted in %d batches): %s\n", rep.Events, rep.Batches, tableState(b, d))
 	// The drain's own dead tuples may have had the table vacuumed
 	// already: wait for the next visit to finish.
 	cleaned := lastAutovacuum(b, d)
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) && !lastAutovacuum(b, d).After(cleaned) {
-		time.Sleep(time.Second) // a benchmark waiting on the server's own schedule, not a test
-	}
+	testenv.Eventually(b, 2*time.Minute, "an autovacuum of outbox_events after the cleanup", func() bool {
+		return lastAutovacuum(b, d).After(cleaned)
+	})
 	fmt.Printf("postgres bloat: autovacuum at %v: %s\n", lastAutovacuum(b, d).Format(time.TimeOnly), tableState(b, d))
 }
 
@@ -330,6 +333,14 @@ func tableState(b *testing.B, d *testenv.Database) string {
 	}
 	return fmt.Sprintf("%d live, %d dead tuples; heap %.1f MB, indexes %.1f MB, total %.1f MB",
 		live, dead, float64(heap)/1e6, float64(index)/1e6, float64(total)/1e6)
+}
+
+func liveTuples(b *testing.B, d *testenv.Database) int64 {
+	var n int64
+	if err := d.DB.QueryRow(`SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'outbox_events'`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 func lastAutovacuum(b *testing.B, d *testenv.Database) time.Time {
