@@ -189,6 +189,25 @@ type EventState struct {
 	HandedOver bool
 }
 
+// ScanEventStates reads the rows of a dialect's ReadStates query (id,
+// published, handed over) into their states by id, and closes rows.
+func ScanEventStates(rows *sql.Rows, err error) (map[string]EventState, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]EventState{}
+	for rows.Next() {
+		var id string
+		var st EventState
+		if err := rows.Scan(&id, &st.Published, &st.HandedOver); err != nil {
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
 // StreamDialect keeps the change stream's lease and checkpoint, on the
 // database clock (docs/design.md, section 9).
 type StreamDialect interface {

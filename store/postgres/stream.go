@@ -58,21 +58,7 @@ func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID stri
 
 // ReadStates implements store.StreamDialect.
 func (Dialect) ReadStates(ctx context.Context, q store.Querier, ids []string) (map[string]store.EventState, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, published_at IS NOT NULL,
+	return store.ScanEventStates(q.QueryContext(ctx, `SELECT id, published_at IS NOT NULL,
 		error_class IS NOT NULL OR quarantined_at IS NOT NULL OR discarded_at IS NOT NULL
-		FROM outbox_events WHERE id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string]store.EventState, len(ids))
-	for rows.Next() {
-		var id string
-		var st store.EventState
-		if err := rows.Scan(&id, &st.Published, &st.HandedOver); err != nil {
-			return nil, err
-		}
-		out[id] = st
-	}
-	return out, rows.Err()
+		FROM outbox_events WHERE id = ANY($1::uuid[])`, ids))
 }
