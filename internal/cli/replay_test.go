@@ -22,12 +22,7 @@ import (
 // with their original ids and per-aggregate order, and an inbox consumer
 // group reading the replay applies only the events its inbox had not seen.
 func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
-	brokers := testenv.KafkaBrokers(t)
-	live := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 12})
-	replayTopic := live + ".replay"
-	admin := testenv.NewAdmin(t, brokers)
-	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	d, brokers, live, replayTopic := newReplayEnv(t, 12)
 	ctx := context.Background()
 
 	const events, aggregates = 5000, 100
@@ -130,12 +125,7 @@ func TestReplayIsRateLimitedKeepsIDsAndDeduplicates(t *testing.T) {
 // (relative or absolute) is refused, naming both ranges, and publishes
 // nothing.
 func TestReplayCheckpointKeepsItsRange(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
-	brokers := testenv.KafkaBrokers(t)
-	live := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 2})
-	replayTopic := live + ".replay"
-	admin := testenv.NewAdmin(t, brokers)
-	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	d, brokers, live, replayTopic := newReplayEnv(t, 2)
 	testenv.AddEvents(t, d.DB, testenv.OrderEvents("1", "2", "3")...)
 	if _, err := d.DB.Exec("UPDATE outbox_events SET published_at = NOW(6)"); err != nil {
 		t.Fatal(err)
@@ -175,12 +165,7 @@ func TestReplayCheckpointKeepsItsRange(t *testing.T) {
 // that stops being writable mid-replay stops the replay with a message
 // that says what a rerun will publish again, never "progress is saved".
 func TestReplayStopsWhenItsCheckpointCannotBeSaved(t *testing.T) {
-	d := testenv.NewHeraldDatabase(t)
-	brokers := testenv.KafkaBrokers(t)
-	live := testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: 2})
-	replayTopic := live + ".replay"
-	admin := testenv.NewAdmin(t, brokers)
-	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	d, brokers, live, replayTopic := newReplayEnv(t, 2)
 	var aggs []string
 	for i := range 1000 {
 		aggs = append(aggs, fmt.Sprint(i%50))
@@ -247,4 +232,17 @@ func TestReplayStopsWhenItsCheckpointCannotBeSaved(t *testing.T) {
 	if n := replayed(); n <= saved || saved == 1000 {
 		t.Errorf("%d records on the replay topic, %d saved: want the unsaved page beyond the checkpoint", n, saved)
 	}
+}
+
+// newReplayEnv is a replay test's database, brokers, live topic of
+// partitions, and the replay topic next to it (deleted when t ends).
+func newReplayEnv(t *testing.T, partitions int32) (d *testenv.Database, brokers []string, live, replayTopic string) {
+	t.Helper()
+	d = testenv.NewHeraldDatabase(t)
+	brokers = testenv.KafkaBrokers(t)
+	live = testenv.NewTopic(t, brokers, testenv.TopicOptions{Partitions: partitions})
+	replayTopic = live + ".replay"
+	admin := testenv.NewAdmin(t, brokers)
+	t.Cleanup(func() { admin.DeleteTopic(context.Background(), replayTopic) })
+	return d, brokers, live, replayTopic
 }
