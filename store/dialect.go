@@ -189,6 +189,23 @@ type EventState struct {
 	HandedOver bool
 }
 
+// ScanStreamLease reads the row of a dialect's ReadStream query (the
+// database's now, leader, epoch, expires_at, position, checkpointed_at),
+// times in UTC. sql.ErrNoRows is returned as is, with a zero lease.
+func ScanStreamLease(row *sql.Row) (StreamLease, time.Time, error) {
+	var (
+		l                   StreamLease
+		now                 time.Time
+		leader, position    sql.NullString
+		expires, checkpoint sql.NullTime
+	)
+	if err := row.Scan(&now, &leader, &l.Epoch, &expires, &position, &checkpoint); err != nil {
+		return StreamLease{}, time.Time{}, err
+	}
+	l.Leader, l.Expires, l.Position, l.CheckpointedAt = leader.String, expires.Time.UTC(), position.String, checkpoint.Time.UTC()
+	return l, now.UTC(), nil
+}
+
 // ScanEventStates reads the rows of a dialect's ReadStates query (id,
 // published, handed over) into their states by id, and closes rows.
 func ScanEventStates(rows *sql.Rows, err error) (map[string]EventState, error) {

@@ -25,19 +25,12 @@ func (d Dialect) ClaimStream(ctx context.Context, q store.Querier, relayID strin
 
 // ReadStream implements store.StreamDialect.
 func (Dialect) ReadStream(ctx context.Context, q store.Querier) (store.StreamLease, time.Time, error) {
-	var (
-		l                   store.StreamLease
-		now                 time.Time
-		leader, position    sql.NullString
-		expires, checkpoint sql.NullTime
-	)
-	err := q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), leader, epoch, expires_at, position, checkpointed_at
-		FROM outbox_stream WHERE id = 1`).Scan(&now, &leader, &l.Epoch, &expires, &position, &checkpoint)
+	l, now, err := store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), leader, epoch, expires_at, position, checkpointed_at
+		FROM outbox_stream WHERE id = 1`))
 	if err == sql.ErrNoRows {
 		err = q.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now)
-		return l, now, err
+		return l, now.UTC(), err
 	}
-	l.Leader, l.Expires, l.Position, l.CheckpointedAt = leader.String, expires.Time, position.String, checkpoint.Time
 	return l, now, err
 }
 
