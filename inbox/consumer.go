@@ -67,13 +67,19 @@ func New(cfg Config) (*Consumer, error) {
 
 // Run creates the dead-letter topics if missing, then consumes until ctx is
 // cancelled. On cancel it finishes the transaction at hand, commits the
-// offsets of what it finished, leaves the group and returns nil.
+// offsets of what it finished, leaves the group and returns nil; a cancel
+// that comes while the dead-letter topics are being created returns nil too
+// (nothing was consumed yet).
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.dlq.Close()
 	for _, t := range c.cfg.Topics {
 		ensureCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := c.dlq.EnsureTopic(ensureCtx, c.cfg.DLQTopic(t))
 		cancel()
+		if ctx.Err() != nil {
+			c.log.Info("inbox consumer stopped before it started", "group", c.cfg.Group)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("inbox %s: dead-letter topic of %s: %w", c.cfg.ConsumerName, t, err)
 		}

@@ -246,6 +246,30 @@ func TestTransientErrorsAreRetriedWithoutLimit(t *testing.T) {
 	}
 }
 
+// TestRunStoppedDuringStartReturnsNil: a shutdown that comes before the
+// consumer started (while it creates its dead-letter topics) is a clean
+// stop, not a failure: a service told to stop at start-up exits 0.
+func TestRunStoppedDuringStartReturnsNil(t *testing.T) {
+	db := testenv.NewHeraldDatabase(t)
+	brokers := testenv.KafkaBrokers(t)
+	topic := testenv.NewTopic(t, brokers, testenv.TopicOptions{})
+	deleteTopicAtCleanup(t, brokers, kafka.DLQTopicName(topic, "early-stop"))
+	cons, err := inbox.New(inbox.Config{
+		Dialect:      mysql.Dialect{},
+		ConsumerName: "early-stop", Brokers: brokers, Topics: []string{topic}, Group: topic, DB: db.DB,
+		Registry: contract.NewRegistry(), Logger: testLogger(t),
+		Handler: inbox.HandlerFunc(func(context.Context, *sql.Tx, inbox.Message) error { return nil }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := cons.Run(ctx); err != nil {
+		t.Errorf("Run with a context cancelled before the start: %v, want nil", err)
+	}
+}
+
 // TestStartAtReplaysIntoANewGroup: a new group with StartAt reads only the
 // records stamped at or after it, under a rate limit.
 func TestStartAtReplaysIntoANewGroup(t *testing.T) {
