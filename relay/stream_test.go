@@ -43,27 +43,34 @@ func (e *env) checkpoint(t *testing.T) (leader, position string) {
 
 // TestBinlogRelaySweepsThenStreams: a binlog relay starting on an outbox
 // with a backlog and no checkpoint sweeps the backlog through the polling
-// path, then streams what a writer commits meanwhile and after; kcat finds
-// every committed event once per first copy, none rolled back, every
-// aggregate in order, and the stream has a checkpoint.
+// path, then streams what a writer commits meanwhile and after (a second
+// writer starts once the stream is open, so the stream has events to read
+// however long the sweep takes); kcat finds every committed event once per
+// first copy, none rolled back, every aggregate in order, and the stream
+// has a checkpoint.
 func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
 	e.preload(t, 2_000, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer"})
-	lw := e.startLiveWriter(ctx, 100, 1_500)
-	p.WaitForLog(t, "sweep done", time.Minute)
+	during := e.startLiveWriter(ctx, 100, 1_500)
+	p.WaitForLog(t, `"msg":"streaming"`, 2*time.Minute)
+	after := e.startLiveWriter(ctx, 100, 300)
 	testenv.WaitFor(t, 2*time.Minute, "everything published", func() (bool, string) {
-		select {
-		case <-lw.done:
-		default:
-			return false, "writer still writing"
+		for _, lw := range []*liveWriter{during, after} {
+			select {
+			case <-lw.done:
+			default:
+				return false, "a writer still writing"
+			}
 		}
 		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
-	_, rolledBack := lw.wait(t)
+	_, rolledBackDuring := during.wait(t)
+	_, rolledBackAfter := after.wait(t)
+	rolledBack := append(rolledBackDuring, rolledBackAfter...)
 	testenv.WaitFor(t, 10*time.Second, "a checkpoint after the last event", func() (bool, string) {
 		leader, pos := e.checkpoint(t)
 		return leader == "streamer" && pos != "", fmt.Sprintf("leader %q, position %q", leader, pos)
@@ -221,7 +228,7 @@ func TestStreamRidesRotationAndSchemaChanges(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer"})
-	p.WaitForLog(t, "streaming", time.Minute)
+	p.WaitForLog(t, `"msg":"streaming"`, 2*time.Minute)
 	lw := e.startLiveWriter(ctx, 50, 1_000_000)
 	streamedAtLeast := func(n float64) {
 		t.Helper()
@@ -280,7 +287,7 @@ func TestStreamQuarantinesATooLargeRecord(t *testing.T) {
 	maxBytes := "10000"
 	e := newEnv(t, testenv.TopicOptions{Partitions: 2, Configs: map[string]*string{"max.message.bytes": &maxBytes}})
 	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer"})
-	p.WaitForLog(t, "streaming", time.Minute)
+	p.WaitForLog(t, `"msg":"streaming"`, 2*time.Minute)
 	noise := make([]byte, 37_500)
 	if _, err := rand.Read(noise); err != nil {
 		t.Fatal(err)
