@@ -44,7 +44,10 @@ const readyTimeout = 3 * time.Minute
 // setup is one measurement's database, topic, reader of the topic and
 // writer; close removes them.
 type setup struct {
-	env       peerEnv
+	env peerEnv
+	// newWriter opens a writer of the peer's table shape on the database;
+	// writer is the one the readiness probes use.
+	newWriter func() (writer, error)
 	writer    writer
 	collector *collector
 	probes    int
@@ -78,12 +81,13 @@ func (h *harness) newSetup(ctx context.Context, p peer, kind string, rep int) (*
 		s.close()
 		return nil, err
 	}
-	if p.table == heraldTable {
-		s.writer, err = newHeraldWriter(ctx, s.env.dsn)
-	} else {
-		s.writer, err = newWatermillWriter(ctx, s.env.dsn, s.env.topic)
+	s.newWriter = func() (writer, error) {
+		if p.table == heraldTable {
+			return newHeraldWriter(ctx, s.env.dsn)
+		}
+		return newWatermillWriter(ctx, s.env.dsn, s.env.topic)
 	}
-	if err != nil {
+	if s.writer, err = s.newWriter(); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -96,11 +100,8 @@ func (s *setup) close() {
 	if s.collector != nil {
 		s.collector.close()
 	}
-	switch w := s.writer.(type) {
-	case *heraldWriter:
-		w.db.Close()
-	case *watermillWriter:
-		w.db.Close()
+	if s.writer != nil {
+		s.writer.close()
 	}
 	s.db.Close()
 	if s.env.topic != "" {
@@ -242,17 +243,11 @@ func (h *harness) sustained(ctx context.Context, p peer, rep int) (out Sustained
 	if err != nil {
 		return out, err
 	}
-	newWriter := func() (writer, error) {
-		if p.table == heraldTable {
-			return newHeraldWriter(ctx, s.env.dsn)
-		}
-		return newWatermillWriter(ctx, s.env.dsn, s.env.topic)
-	}
 	m0 := h.st.mark(ctx)
 	before := s.collector.events()
 	wctx, cancel := context.WithTimeout(ctx, h.cfg.Sustained)
 	t0 := time.Now()
-	written, total, werr := sustainedWriters(wctx, newWriter, h.cfg.SustainedWriters, h.cfg.EventsPerTx, h.cfg.Aggregates, h.cfg.PayloadBytes)
+	written, total, werr := sustainedWriters(wctx, s.newWriter, h.cfg.SustainedWriters, h.cfg.EventsPerTx, h.cfg.Aggregates, h.cfg.PayloadBytes)
 	cancel()
 	elapsed := time.Since(t0).Seconds()
 	published := s.collector.events() - before
@@ -294,14 +289,8 @@ func (h *harness) delivery(ctx context.Context, p peer, rep int) (out DeliverySa
 		return out, err
 	}
 	m0 := h.st.mark(ctx)
-	newWriter := func() (writer, error) {
-		if p.table == heraldTable {
-			return newHeraldWriter(ctx, s.env.dsn)
-		}
-		return newWatermillWriter(ctx, s.env.dsn, s.env.topic)
-	}
 	t0 := time.Now()
-	written, committed, err := steadyWriters(ctx, newWriter, deliveryWriters, h.cfg.DeliveryRate, h.cfg.EventsPerTx, h.cfg.Aggregates, h.cfg.PayloadBytes, h.cfg.Delivery)
+	written, committed, err := steadyWriters(ctx, s.newWriter, deliveryWriters, h.cfg.DeliveryRate, h.cfg.EventsPerTx, h.cfg.Aggregates, h.cfg.PayloadBytes, h.cfg.Delivery)
 	out.WrittenRate = float64(len(committed)) / time.Since(t0).Seconds()
 	if err != nil {
 		return out, fmt.Errorf("writer: %w", err)

@@ -61,6 +61,8 @@ const forwarderTopic = "forwarder_topic"
 // way an application using that peer would.
 type writer interface {
 	write(ctx context.Context, events []benchEvent) error
+	// close closes the writer's pool.
+	close() error
 }
 
 // heraldWriter writes herald's outbox_events with herald's own writer (an
@@ -82,6 +84,8 @@ func newHeraldWriter(ctx context.Context, dsn string) (*heraldWriter, error) {
 	}
 	return &heraldWriter{db: db, w: w}, nil
 }
+
+func (h *heraldWriter) close() error { return h.db.Close() }
 
 func (h *heraldWriter) write(ctx context.Context, events []benchEvent) error {
 	evs := make([]outbox.Event, len(events))
@@ -111,6 +115,8 @@ func newWatermillWriter(ctx context.Context, dsn, topic string) (*watermillWrite
 	}
 	return &watermillWriter{db: db, topic: topic}, nil
 }
+
+func (w *watermillWriter) close() error { return w.db.Close() }
 
 func (w *watermillWriter) write(ctx context.Context, events []benchEvent) error {
 	return commitRetryingDeadlocks(ctx, w.db, func(tx *sql.Tx) error {
@@ -212,7 +218,7 @@ func loadWatermillTemplate(ctx context.Context, dsn string, n, aggs, size int) e
 	if err != nil {
 		return err
 	}
-	defer w.db.Close()
+	defer w.close()
 	rnd := rand.New(rand.NewPCG(1, uint64(n)))
 	const perTx = 500
 	for start := 0; start < n; start += perTx {
@@ -252,57 +258,86 @@ func copyBacklog(ctx context.Context, db *sql.DB, table, template, topic string)
 	return nil
 }
 
-// counters hand out each aggregate's next sequence number; a writer owns
-// its aggregates, so their order is its order.
-type counters map[string]int64
+// ownedAggregates is what one of several concurrent writers writes:
+// writer w of n owns the aggregates a with a % n == w, takes them in turn,
+// and numbers each one's events from 1 in its write order (a writer owns
+// its aggregates, so their order is its order).
+type ownedAggregates struct {
+	first, step, aggs int
+	next              int
+	seq               map[string]int64
+}
 
-// sustainedWriters write as fast as they can until ctx ends: writer w
-// owns the aggregates a with a % writers == w, each transaction carries
-// perTx events of consecutive aggregates of its own. It returns what was
-// committed, per aggregate (events 1..n).
-func sustainedWriters(ctx context.Context, newWriter func() (writer, error), writers, perTx, aggs, size int) (map[string]int64, int, error) {
-	var (
-		mu      sync.Mutex
-		written = map[string]int64{}
-		total   int
-		wg      sync.WaitGroup
-		errOnce error
-	)
-	for wr := range writers {
+func newOwnedAggregates(w, writers, aggs int) *ownedAggregates {
+	return &ownedAggregates{first: w, step: writers, aggs: aggs, next: w, seq: map[string]int64{}}
+}
+
+// batch is the next n events: consecutive aggregates of the writer's own,
+// payloads of about size bytes.
+func (o *ownedAggregates) batch(n, size int, rnd *rand.Rand) []benchEvent {
+	events := make([]benchEvent, n)
+	for i := range events {
+		agg := aggName(o.next)
+		if o.next += o.step; o.next >= o.aggs {
+			o.next = o.first
+		}
+		o.seq[agg]++
+		events[i] = benchEvent{Agg: agg, Seq: o.seq[agg], Payload: payload(agg, o.seq[agg], size, rnd)}
+	}
+	return events
+}
+
+// openWriters opens n writers with newWriter; on failure it closes those
+// already open.
+func openWriters(n int, newWriter func() (writer, error)) ([]writer, error) {
+	ws := make([]writer, 0, n)
+	for range n {
 		w, err := newWriter()
 		if err != nil {
-			return nil, 0, err
+			closeWriters(ws)
+			return nil, err
 		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+func closeWriters(ws []writer) {
+	for _, w := range ws {
+		w.close()
+	}
+}
+
+// sustainedWriters write as fast as they can until ctx ends, each
+// transaction perTx events of the writer's own aggregates
+// (ownedAggregates). It returns what was committed, per aggregate (events
+// 1..n), and how many events.
+func sustainedWriters(ctx context.Context, newWriter func() (writer, error), writers, perTx, aggs, size int) (map[string]int64, int, error) {
+	ws, err := openWriters(writers, newWriter)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer closeWriters(ws)
+	var (
+		mu       sync.Mutex
+		written  = map[string]int64{}
+		total    int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for wr, w := range ws {
 		wg.Go(func() {
 			rnd := rand.New(rand.NewPCG(uint64(wr), 7))
-			own := counters{}
-			next := wr
+			own := newOwnedAggregates(wr, writers, aggs)
 			for ctx.Err() == nil {
-				events := make([]benchEvent, perTx)
-				for i := range events {
-					agg := aggName(next)
-					next += writers
-					if next >= aggs {
-						next = wr
-					}
-					seq := own[agg] + 1
-					for _, e := range events[:i] {
-						if e.Agg == agg {
-							seq = e.Seq + 1
-						}
-					}
-					events[i] = benchEvent{Agg: agg, Seq: seq, Payload: payload(agg, seq, size, rnd)}
-				}
+				events := own.batch(perTx, size, rnd)
 				if err := w.write(ctx, events); err != nil {
 					if ctx.Err() == nil {
 						mu.Lock()
-						errOnce = err
+						firstErr = err
 						mu.Unlock()
 					}
 					return
-				}
-				for _, e := range events {
-					own[e.Agg] = e.Seq
 				}
 				mu.Lock()
 				for _, e := range events {
@@ -314,15 +349,20 @@ func sustainedWriters(ctx context.Context, newWriter func() (writer, error), wri
 		})
 	}
 	wg.Wait()
-	return written, total, errOnce
+	return written, total, firstErr
 }
 
 // steadyWriters write rate events per second for d, spread over writers
 // goroutines (one commit takes longer than the interval one writer would
-// need), each on its own ticker with perTx events per transaction over the
-// aggregates it owns (a % writers == w), and return when each event's
+// need), each on its own ticker with perTx events per transaction of the
+// aggregates it owns (ownedAggregates), and return when each event's
 // commit returned (the writer's clock right after COMMIT).
 func steadyWriters(ctx context.Context, newWriter func() (writer, error), writers, rate, perTx, aggs, size int, d time.Duration) (map[string]int64, map[eventKey]time.Time, error) {
+	ws, err := openWriters(writers, newWriter)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeWriters(ws)
 	var (
 		mu        sync.Mutex
 		written   = map[string]int64{}
@@ -332,33 +372,19 @@ func steadyWriters(ctx context.Context, newWriter func() (writer, error), writer
 	)
 	deadline := time.Now().Add(d)
 	interval := time.Second * time.Duration(perTx*writers) / time.Duration(rate)
-	for wr := range writers {
-		w, err := newWriter()
-		if err != nil {
-			return nil, nil, err
-		}
+	for wr, w := range ws {
 		wg.Go(func() {
 			rnd := rand.New(rand.NewPCG(3, uint64(wr)))
-			own := counters{}
+			own := newOwnedAggregates(wr, writers, aggs)
 			tick := time.NewTicker(interval)
 			defer tick.Stop()
-			next := wr
 			for time.Now().Before(deadline) {
 				select {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
 				}
-				events := make([]benchEvent, perTx)
-				for i := range events {
-					agg := aggName(next)
-					next += writers
-					if next >= aggs {
-						next = wr
-					}
-					own[agg]++
-					events[i] = benchEvent{Agg: agg, Seq: own[agg], Payload: payload(agg, own[agg], size, rnd)}
-				}
+				events := own.batch(perTx, size, rnd)
 				if err := w.write(ctx, events); err != nil {
 					mu.Lock()
 					firstErr = err
