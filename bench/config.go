@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
+
+	"github.com/herald-outbox/herald/internal/localstack"
 )
 
 // Config is one run of the comparison. Zero fields mean the defaults; the
@@ -99,7 +99,7 @@ func (c Config) withDefaults() Config {
 		c.Peers = peerNames()
 	}
 	if len(c.Brokers) == 0 {
-		c.Brokers = []string{"127.0.0.1:9092"}
+		c.Brokers = []string{localstack.KafkaBrokersDefault}
 	}
 	if c.MySQLAddr == "" {
 		c.MySQLAddr = "127.0.0.1:3306"
@@ -155,19 +155,4 @@ func (c Config) validate() error {
 // dsn is the herald user's DSN on database name ("" for none).
 func (c Config) dsn(name string) string {
 	return "herald:herald@tcp(" + c.MySQLAddr + ")/" + name + "?parseTime=true&loc=UTC"
-}
-
-// envInt and envDuration read a BENCH_* variable as a flag's default.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
 }

@@ -21,6 +21,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/herald-outbox/herald/internal/localstack"
 )
 
 func main() {
@@ -49,35 +51,55 @@ func main() {
 	}
 }
 
-// runCommand parses run's flags (defaults from BENCH_* variables) and runs.
+// runEnv names the BENCH_* variable that sets each of run's flags; the
+// command line wins over the variable.
+var runEnv = map[string]string{
+	"reps": "BENCH_REPS", "events": "BENCH_EVENTS", "aggregates": "BENCH_AGGREGATES",
+	"payload-bytes": "BENCH_PAYLOAD_BYTES", "partitions": "BENCH_PARTITIONS",
+	"drain-budget": "BENCH_DRAIN_BUDGET", "reference-budget": "BENCH_REFERENCE_BUDGET",
+	"sustained": "BENCH_SUSTAINED", "writers": "BENCH_WRITERS", "events-per-tx": "BENCH_EVENTS_PER_TX",
+	"delivery-rate": "BENCH_DELIVERY_RATE", "delivery": "BENCH_DELIVERY", "peers": "BENCH_PEERS",
+}
+
+// runCommand parses run's flags (BENCH_* variables first) and runs.
 func runCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var cfg Config
-	fs.IntVar(&cfg.Reps, "reps", envInt("BENCH_REPS", 2), "interleaved repetitions (env BENCH_REPS)")
-	fs.IntVar(&cfg.Events, "events", envInt("BENCH_EVENTS", 100_000), "events in the drained backlog (env BENCH_EVENTS)")
-	fs.IntVar(&cfg.Aggregates, "aggregates", envInt("BENCH_AGGREGATES", 1000), "aggregates the events spread over (env BENCH_AGGREGATES)")
-	fs.IntVar(&cfg.PayloadBytes, "payload-bytes", envInt("BENCH_PAYLOAD_BYTES", 1024), "payload size (env BENCH_PAYLOAD_BYTES)")
-	fs.IntVar(&cfg.Partitions, "partitions", envInt("BENCH_PARTITIONS", 12), "partitions per topic (env BENCH_PARTITIONS)")
-	fs.DurationVar(&cfg.DrainBudget, "drain-budget", envDuration("BENCH_DRAIN_BUDGET", 0), "longest drain; past it the rate so far is reported as partial (env BENCH_DRAIN_BUDGET, default 40s)")
-	fs.DurationVar(&cfg.ReferenceBudget, "reference-budget", envDuration("BENCH_REFERENCE_BUDGET", 0), "the reference loop's drain budget (env BENCH_REFERENCE_BUDGET, default 15s)")
-	fs.DurationVar(&cfg.Sustained, "sustained", envDuration("BENCH_SUSTAINED", 0), "how long writers write at full speed (env BENCH_SUSTAINED, default 10s)")
-	fs.IntVar(&cfg.SustainedWriters, "writers", envInt("BENCH_WRITERS", 8), "writers of the sustained runs (env BENCH_WRITERS)")
-	fs.IntVar(&cfg.EventsPerTx, "events-per-tx", envInt("BENCH_EVENTS_PER_TX", 10), "events per writer transaction (env BENCH_EVENTS_PER_TX)")
-	fs.IntVar(&cfg.DeliveryRate, "delivery-rate", envInt("BENCH_DELIVERY_RATE", 1000), "steady write rate of the delivery runs, events/s (env BENCH_DELIVERY_RATE)")
-	fs.DurationVar(&cfg.Delivery, "delivery", envDuration("BENCH_DELIVERY", 0), "how long the steady writer writes (env BENCH_DELIVERY, default 10s)")
-	peersFlag := fs.String("peers", os.Getenv("BENCH_PEERS"), "comma-separated peers to run (env BENCH_PEERS; default all: "+strings.Join(peerNames(), ",")+")")
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated")
-	fs.StringVar(&cfg.MySQLAddr, "mysql-addr", "127.0.0.1:3306", "MariaDB address (user herald/herald)")
-	fs.StringVar(&cfg.Out, "out", "../docs/benchmarks", "directory of peers.json, peers.md and the SVG charts")
+	def := cfg.withDefaults()
+	fs.IntVar(&cfg.Reps, "reps", def.Reps, "interleaved repetitions")
+	fs.IntVar(&cfg.Events, "events", def.Events, "events in the drained backlog")
+	fs.IntVar(&cfg.Aggregates, "aggregates", def.Aggregates, "aggregates the events spread over")
+	fs.IntVar(&cfg.PayloadBytes, "payload-bytes", def.PayloadBytes, "payload size")
+	fs.IntVar(&cfg.Partitions, "partitions", def.Partitions, "partitions per topic")
+	fs.DurationVar(&cfg.DrainBudget, "drain-budget", def.DrainBudget, "longest drain; past it the rate so far is reported as partial")
+	fs.DurationVar(&cfg.ReferenceBudget, "reference-budget", def.ReferenceBudget, "the reference loop's drain budget")
+	fs.DurationVar(&cfg.Sustained, "sustained", def.Sustained, "how long writers write at full speed")
+	fs.IntVar(&cfg.SustainedWriters, "writers", def.SustainedWriters, "writers of the sustained runs")
+	fs.IntVar(&cfg.EventsPerTx, "events-per-tx", def.EventsPerTx, "events per writer transaction")
+	fs.IntVar(&cfg.DeliveryRate, "delivery-rate", def.DeliveryRate, "steady write rate of the delivery runs, events/s")
+	fs.DurationVar(&cfg.Delivery, "delivery", def.Delivery, "how long the steady writer writes")
+	peersFlag := fs.String("peers", "", "comma-separated peers to run (default all: "+strings.Join(peerNames(), ",")+")")
+	brokers := fs.String("brokers", strings.Join(def.Brokers, ","), "Kafka seed brokers, comma-separated")
+	fs.StringVar(&cfg.MySQLAddr, "mysql-addr", def.MySQLAddr, "MariaDB address (user herald/herald)")
+	fs.StringVar(&cfg.Out, "out", def.Out, "directory of peers.json, peers.md and the SVG charts")
 	fs.StringVar(&cfg.Herald, "herald", "", "herald binary (default: built from ../cmd/herald)")
-	fs.StringVar(&cfg.Debezium, "debezium", "debezium", "directory of Debezium's build.sh and run.sh")
+	fs.StringVar(&cfg.Debezium, "debezium", def.Debezium, "directory of Debezium's build.sh and run.sh")
+	for name, variable := range runEnv {
+		f := fs.Lookup(name)
+		f.Usage += " (env " + variable + ")"
+		if v := os.Getenv(variable); v != "" {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("%s=%q is not a valid --%s: %w", variable, v, name, err)
+			}
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *peersFlag != "" {
 		cfg.Peers = strings.Split(*peersFlag, ",")
 	}
-	cfg.Brokers = strings.Split(*brokers, ",")
+	cfg.Brokers = localstack.SplitBrokers(*brokers)
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
@@ -89,7 +111,7 @@ func runCommand(ctx context.Context, args []string) error {
 func reportCommand(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	in := fs.String("in", "../docs/benchmarks/peers.json", "the run's JSON")
-	out := fs.String("out", "../docs/benchmarks", "directory of peers.md and the SVG charts")
+	out := fs.String("out", Config{}.withDefaults().Out, "directory of peers.md and the SVG charts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

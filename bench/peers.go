@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -50,7 +52,7 @@ var peers = []peer{
 			"record the lease, commit; then per event a synchronous produce (acks=all) and its own UPDATE published_at",
 		start: func(ctx context.Context, h *harness, env peerEnv) ([]*process, error) {
 			p, err := startProcess(env.tag+"-reference", h.workDir, nil, h.self, "reference",
-				"--dsn", env.dsn, "--brokers", joinBrokers(h.cfg.Brokers), "--topic", env.topic)
+				"--dsn", env.dsn, "--brokers", strings.Join(h.cfg.Brokers, ","), "--topic", env.topic)
 			return []*process{p}, err
 		}},
 	{name: "watermill", label: "Watermill forwarder (defaults)", table: watermillTable, budget: drainBudget, expectedRate: 1800,
@@ -60,7 +62,7 @@ var peers = []peer{
 			"publisher (defaults: sarama sync producer, acks=1), key = aggregate id (its partitioning marshaler)",
 		start: func(ctx context.Context, h *harness, env peerEnv) ([]*process, error) {
 			p, err := startProcess(env.tag+"-watermill", h.workDir, nil, h.self, "watermill",
-				"--dsn", env.dsn, "--brokers", joinBrokers(h.cfg.Brokers))
+				"--dsn", env.dsn, "--brokers", strings.Join(h.cfg.Brokers, ","))
 			return []*process{p}, err
 		}},
 	{name: "watermill-batch1000", label: "Watermill forwarder (subscribe batch 1000)", table: watermillTable, budget: drainBudget, expectedRate: 2500,
@@ -68,7 +70,7 @@ var peers = []peer{
 			"(default 100), fewer subscriber transactions per event",
 		start: func(ctx context.Context, h *harness, env peerEnv) ([]*process, error) {
 			p, err := startProcess(env.tag+"-watermill-batch1000", h.workDir, nil, h.self, "watermill",
-				"--dsn", env.dsn, "--brokers", joinBrokers(h.cfg.Brokers), "--subscribe-batch", "1000")
+				"--dsn", env.dsn, "--brokers", strings.Join(h.cfg.Brokers, ","), "--subscribe-batch", "1000")
 			return []*process{p}, err
 		}},
 	{name: "debezium", label: "Debezium", table: heraldTable, budget: drainBudget, resumes: true, expectedRate: 4000, startup: 15,
@@ -101,17 +103,6 @@ func peerNames() []string {
 	return names
 }
 
-func joinBrokers(b []string) string {
-	s := ""
-	for i, x := range b {
-		if i > 0 {
-			s += ","
-		}
-		s += x
-	}
-	return s
-}
-
 // startHerald runs n `herald relay` processes with explicit flags.
 func startHerald(h *harness, env peerEnv, n int, source string) ([]*process, error) {
 	var procs []*process
@@ -122,7 +113,7 @@ func startHerald(h *harness, env peerEnv, n int, source string) ([]*process, err
 		}
 		id := fmt.Sprintf("%s-%d", env.tag, i)
 		p, err := startProcess(id+"-herald", h.workDir, nil, h.cfg.Herald, "relay",
-			"--database-url", env.dsn, "--kafka-brokers", joinBrokers(h.cfg.Brokers),
+			"--database-url", env.dsn, "--kafka-brokers", strings.Join(h.cfg.Brokers, ","),
 			"--topic", "order="+env.topic, "--metrics-addr", addr, "--relay-id", id, "--source", source)
 		if err != nil {
 			return procs, err
@@ -139,16 +130,17 @@ func startDebezium(ctx context.Context, h *harness, env peerEnv) ([]*process, er
 	if _, err := os.Stat(run); err != nil {
 		return nil, fmt.Errorf("debezium: %w", err)
 	}
-	host, port := h.cfg.MySQLAddr, "3306"
-	if i := lastColon(host); i >= 0 {
-		host, port = host[:i], host[i+1:]
+	host, port, err := net.SplitHostPort(h.cfg.MySQLAddr)
+	if err != nil {
+		return nil, fmt.Errorf("debezium: --mysql-addr: %w", err)
 	}
 	rest, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	_, restPort, _ := net.SplitHostPort(rest)
 	vars := []string{
-		"DBZ_REST_PORT=" + rest[lastColon(rest)+1:],
+		"DBZ_REST_PORT=" + restPort,
 		"DBZ_DB_HOST=" + host, "DBZ_DB_PORT=" + port, "DBZ_DB_USER=herald", "DBZ_DB_PASSWORD=herald",
 		"DBZ_DB_NAME=" + env.database, "DBZ_TABLE=outbox_events",
 		"DBZ_KAFKA_BOOTSTRAP=" + h.cfg.Brokers[0], "DBZ_TOPIC=" + env.topic,
@@ -160,15 +152,6 @@ func startDebezium(ctx context.Context, h *harness, env peerEnv) ([]*process, er
 		return nil, err
 	}
 	return []*process{p}, nil
-}
-
-func lastColon(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			return i
-		}
-	}
-	return -1
 }
 
 // exitedEarly is an error naming the first of procs that exited, with the

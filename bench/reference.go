@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/internal/localstack"
 )
 
 // referenceClaim is the claim of the specification's source material: the
@@ -47,7 +48,7 @@ func runReference(ctx context.Context, args []string) error {
 	defer db.Close()
 	// acks=all and the idempotent producer as herald's; no linger: a
 	// synchronous send has no company to wait for.
-	producer, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...), kgo.RequiredAcks(kgo.AllISRAcks()),
+	producer, err := kgo.NewClient(kgo.SeedBrokers(localstack.SplitBrokers(*brokers)...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.DefaultProduceTopic(*topic))
 	if err != nil {

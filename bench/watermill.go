@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
@@ -13,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/internal/localstack"
 )
 
 // runWatermill is the `watermill` subcommand: Watermill's forwarder as
@@ -45,7 +45,7 @@ func runWatermill(ctx context.Context, args []string) error {
 		return err
 	}
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
-		Brokers: strings.Split(*brokers, ","),
+		Brokers: localstack.SplitBrokers(*brokers),
 		// The key is the aggregate id, so one aggregate stays on one
 		// partition (watermill-kafka's partitioning marshaler).
 		Marshaler: kafka.NewWithPartitioningMarshaler(func(_ string, msg *message.Message) (string, error) {
