@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/store/mysql/binlog"
 )
 
 // stack is the local stack's servers as the harness uses them, and what
@@ -209,32 +209,15 @@ func purgeBinlogs() error {
 
 // binlogBytes is the total size of the server's binary logs.
 func (s *stack) binlogBytes(ctx context.Context) (int64, error) {
-	rows, err := s.admin.QueryContext(ctx, "SHOW BINARY LOGS")
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
+	files, err := binlog.ListLogs(ctx, s.admin)
 	if err != nil {
 		return 0, err
 	}
 	var total int64
-	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return 0, err
-		}
-		n, err := strconv.ParseInt(string(vals[1]), 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		total += n
+	for _, f := range files {
+		total += f.Size
 	}
-	return total, rows.Err()
+	return total, nil
 }
 
 // mariadbCPU is mariadbd's CPU seconds so far.

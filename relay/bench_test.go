@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/relay/binlogsource"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql/binlog"
 )
 
 // The relay's throughput and the claim's latency on the local stack, on
@@ -180,30 +180,13 @@ func logBytes(d *testenv.Database) int64 {
 // binlogSize is the total size of the server's binary logs, or -1 when
 // they cannot be read.
 func binlogSize(db *sql.DB) int64 {
-	rows, err := db.Query("SHOW BINARY LOGS")
+	files, err := binlog.ListLogs(context.Background(), db)
 	if err != nil {
 		return -1
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	var total int64
-	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil || len(vals) < 2 {
-			return -1
-		}
-		n, err := strconv.ParseInt(string(vals[1]), 10, 64)
-		if err != nil {
-			return -1
-		}
-		total += n
-	}
-	if rows.Err() != nil {
-		return -1
+	for _, f := range files {
+		total += f.Size
 	}
 	return total
 }

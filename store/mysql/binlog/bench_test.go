@@ -207,35 +207,24 @@ func payloadOf(rnd *rand.Rand, size int) json.RawMessage {
 
 // bytesBetween returns the binlog bytes between two file positions.
 func bytesBetween(b *testing.B, db *sql.DB, from, to binlog.Position) int64 {
-	rows, err := db.Query("SHOW BINARY LOGS")
+	files, err := binlog.ListLogs(context.Background(), db)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	fromFile, fromOff := splitFile(from)
 	toFile, toOff := splitFile(to)
 	var n int64
 	in := false
-	for rows.Next() {
-		var name string
-		var size int64
-		dest := []any{&name, &size}
-		for len(dest) < len(cols) {
-			dest = append(dest, new(sql.RawBytes))
-		}
-		if err := rows.Scan(dest...); err != nil {
-			b.Fatal(err)
-		}
+	for _, f := range files {
 		switch {
-		case name == fromFile && name == toFile:
+		case f.Name == fromFile && f.Name == toFile:
 			return toOff - fromOff
-		case name == fromFile:
-			in, n = true, size-fromOff
-		case name == toFile:
+		case f.Name == fromFile:
+			in, n = true, f.Size-fromOff
+		case f.Name == toFile:
 			return n + toOff
 		case in:
-			n += size
+			n += f.Size
 		}
 	}
 	return -1

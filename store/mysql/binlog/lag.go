@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// binlogFile is one of the server's binary logs and its size.
-type binlogFile struct {
-	name string
-	size int64
+// LogFile is one of the server's binary logs and its size in bytes.
+type LogFile struct {
+	Name string
+	Size int64
 }
 
 // lagState is what Lag computes from: the server's binlog files as last
@@ -23,7 +23,7 @@ type lagState struct {
 	mu sync.Mutex
 	// files are the server's binary logs at the last poll, oldest first;
 	// nil before the first poll or after a failed one.
-	files []binlogFile
+	files []LogFile
 	// skew is the server's clock minus ours, measured at the last poll.
 	skew time.Duration
 	// file and offset are the reader's place in the stream.
@@ -72,7 +72,7 @@ func (l *lagState) caughtUp(file string, offset uint32) {
 }
 
 // polled records a poll of the server's binlog files.
-func (l *lagState) polled(files []binlogFile, skew time.Duration) {
+func (l *lagState) polled(files []LogFile, skew time.Duration) {
 	l.mu.Lock()
 	l.files, l.skew = files, skew
 	if files != nil && l.bytesLocked() == 0 {
@@ -107,16 +107,16 @@ func (l *lagState) bytesLocked() int64 {
 		return -1
 	}
 	for i, f := range l.files {
-		if f.name != l.file {
+		if f.Name != l.file {
 			continue
 		}
-		n := f.size - int64(l.offset)
+		n := f.Size - int64(l.offset)
 		for _, later := range l.files[i+1:] {
-			n += later.size
+			n += later.Size
 		}
 		return max(0, n) // the reader may be past the last poll's head
 	}
-	if last := l.files[len(l.files)-1]; binlogAfter(l.file, last.name) {
+	if last := l.files[len(l.files)-1]; binlogAfter(l.file, last.Name) {
 		return 0 // a file newer than the last poll: the reader is past it
 	}
 	return -1
@@ -133,23 +133,36 @@ func binlogAfter(a, b string) bool {
 }
 
 // pollLag reads the server's binlog files and clock once.
-func pollLag(ctx context.Context, db *sql.DB) ([]binlogFile, time.Duration, error) {
+func pollLag(ctx context.Context, db *sql.DB) ([]LogFile, time.Duration, error) {
 	before := time.Now()
 	var serverNow time.Time
 	if err := db.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&serverNow); err != nil {
 		return nil, 0, fmt.Errorf("read the server's clock: %w", err)
 	}
 	skew := serverNow.Sub(before.Add(time.Since(before) / 2))
-	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
+	files, err := ListLogs(ctx, db)
 	if err != nil {
 		return nil, 0, err
+	}
+	return files, skew, nil
+}
+
+// ListLogs returns the server's binary logs, oldest first (SHOW BINARY
+// LOGS); an error when binary logging is off.
+func ListLogs(ctx context.Context, db *sql.DB) ([]LogFile, error) {
+	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	var files []binlogFile
+	if len(cols) < 2 {
+		return nil, fmt.Errorf("SHOW BINARY LOGS returned %d columns", len(cols))
+	}
+	var files []LogFile
 	for rows.Next() {
 		raw := make([]sql.RawBytes, len(cols))
 		dest := make([]any, len(cols))
@@ -157,22 +170,19 @@ func pollLag(ctx context.Context, db *sql.DB) ([]binlogFile, time.Duration, erro
 			dest[i] = &raw[i]
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, 0, err
-		}
-		if len(raw) < 2 {
-			return nil, 0, fmt.Errorf("SHOW BINARY LOGS returned %d columns", len(raw))
+			return nil, err
 		}
 		size, err := strconv.ParseInt(string(raw[1]), 10, 64)
 		if err != nil {
-			return nil, 0, fmt.Errorf("SHOW BINARY LOGS: size %q: %w", raw[1], err)
+			return nil, fmt.Errorf("SHOW BINARY LOGS: size %q: %w", raw[1], err)
 		}
-		files = append(files, binlogFile{name: string(raw[0]), size: size})
+		files = append(files, LogFile{Name: string(raw[0]), Size: size})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, 0, fmt.Errorf("SHOW BINARY LOGS returned nothing: binary logging is off (log_bin)")
+		return nil, fmt.Errorf("SHOW BINARY LOGS returned nothing: binary logging is off (log_bin)")
 	}
-	return files, skew, nil
+	return files, nil
 }

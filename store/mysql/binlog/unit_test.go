@@ -258,7 +258,7 @@ func TestCheckErrorText(t *testing.T) {
 
 func TestLagState(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 10, 0, time.UTC)
-	files := []binlogFile{{"b.000001", 1000}, {"b.000002", 500}, {"b.000003", 300}}
+	files := []LogFile{{"b.000001", 1000}, {"b.000002", 500}, {"b.000003", 300}}
 	for _, tc := range []struct {
 		name    string
 		l       *lagState
@@ -270,7 +270,7 @@ func TestLagState(t *testing.T) {
 		{"at the head", &lagState{files: files, file: "b.000003", offset: 300, commit: now.Add(-time.Hour)}, 0, 0},
 		{"past the polled head", &lagState{files: files, file: "b.000003", offset: 400}, 0, 0},
 		{"in a file newer than the poll", &lagState{files: files, file: "b.000004", offset: 4}, 0, 0},
-		{"in a file newer than the poll, wider counter", &lagState{files: []binlogFile{{"b.999999", 10}}, file: "b.1000000", offset: 4}, 0, 0},
+		{"in a file newer than the poll, wider counter", &lagState{files: []LogFile{{"b.999999", 10}}, file: "b.1000000", offset: 4}, 0, 0},
 		{"behind in the last file", &lagState{files: files, file: "b.000003", offset: 100, commit: now.Add(-2 * time.Second)}, 200, 2},
 		{"behind by files", &lagState{files: files, file: "b.000001", offset: 400, commit: now.Add(-3 * time.Second)}, 600 + 500 + 300, 3},
 		{"at the head a second ago", &lagState{files: files, file: "b.000002", offset: 100, commit: now.Add(-time.Hour),
