@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 )
@@ -190,21 +190,10 @@ func (s *stack) cleanup() []string {
 	return failed
 }
 
-// mariadbSocket is the local stack's socket, where MariaDB's root logs in
-// without a password; mariadbPidFile names mariadbd's pid.
-const (
-	mariadbSocket  = "/var/tmp/herald-stack/mariadb/mariadb.sock"
-	mariadbPidFile = "/var/tmp/herald-stack/mariadb/mariadb.pid"
-)
-
 // purgeBinlogs removes the binary logs before the current one, as root
 // over the stack's socket (the herald user may not).
 func purgeBinlogs() error {
-	out, err := exec.Command("mariadb", "--socket="+mariadbSocket, "-uroot", "-e", "PURGE BINARY LOGS BEFORE NOW()").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("purge binary logs as root over %s: %v: %s", mariadbSocket, err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return localstack.MariaDBRoot("PURGE BINARY LOGS BEFORE NOW()")
 }
 
 // binlogBytes is the total size of the server's binary logs.
@@ -222,7 +211,7 @@ func (s *stack) binlogBytes(ctx context.Context) (int64, error) {
 
 // mariadbCPU is mariadbd's CPU seconds so far.
 func mariadbCPU() (float64, error) {
-	pid, err := os.ReadFile(mariadbPidFile)
+	pid, err := os.ReadFile(localstack.MariaDBPidFile)
 	if err != nil {
 		return 0, err
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
@@ -195,9 +195,8 @@ func binlogSize(db *sql.DB) int64 {
 // the stack's socket (the herald user may not). Without access it says so:
 // `make reset` wipes them, and binlog_expire_logs_seconds bounds them.
 func purgeBinlogs(b *testing.B) {
-	out, err := exec.Command("mariadb", "--socket="+testenv.MariaDBSocket, "-uroot", "-e", "PURGE BINARY LOGS BEFORE NOW()").CombinedOutput()
-	if err != nil {
-		fmt.Printf("binlogs NOT purged (%v: %s); `make reset` wipes them\n", err, strings.TrimSpace(string(out)))
+	if err := localstack.MariaDBRoot("PURGE BINARY LOGS BEFORE NOW()"); err != nil {
+		fmt.Printf("binlogs NOT purged (%v); `make reset` wipes them\n", err)
 		return
 	}
 	fmt.Println("binlogs purged (PURGE BINARY LOGS BEFORE NOW() as root over the stack's socket)")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
@@ -211,7 +212,7 @@ func logName(server testenv.Server) string {
 // postmaster's cutime and cstime once reaped) and its live children's.
 func serverCPU(server testenv.Server) time.Duration {
 	if server == testenv.MariaDB {
-		pid, err := os.ReadFile("/var/tmp/herald-stack/mariadb/mariadb.pid")
+		pid, err := os.ReadFile(localstack.MariaDBPidFile)
 		if err != nil {
 			return -1
 		}

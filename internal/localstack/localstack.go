@@ -5,7 +5,9 @@
 package localstack
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 )
 
@@ -17,7 +19,22 @@ const (
 	PostgresURLDefault = "postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable"
 	// KafkaBrokersDefault is the bootstrap address of `make up`'s Kafka.
 	KafkaBrokersDefault = "127.0.0.1:9092"
+	// MariaDBSocket is `make up`'s MariaDB socket, where root logs in
+	// without a password.
+	MariaDBSocket = "/var/tmp/herald-stack/mariadb/mariadb.sock"
+	// MariaDBPidFile holds the pid of `make up`'s mariadbd.
+	MariaDBPidFile = "/var/tmp/herald-stack/mariadb/mariadb.pid"
 )
+
+// MariaDBRoot runs statements as MariaDB's root over MariaDBSocket, for
+// what herald's user may not do (create users, rotate or purge binlogs).
+func MariaDBRoot(statements ...string) error {
+	out, err := exec.Command("mariadb", "--socket="+MariaDBSocket, "-uroot", "-e", strings.Join(statements, ";\n")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("MariaDB root over %s: %v: %s", MariaDBSocket, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
 
 // MySQLDSN returns HERALD_MYSQL_DSN, or MySQLDSNDefault when it is unset.
 func MySQLDSN() string {

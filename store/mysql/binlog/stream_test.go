@@ -13,6 +13,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -390,13 +391,13 @@ func TestUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn.Net, dsn.Addr = "unix", testenv.MariaDBSocket
+	dsn.Net, dsn.Addr = "unix", localstack.MariaDBSocket
 	db, err := mysql.Open(context.Background(), dsn.FormatDSN())
 	if err != nil {
 		if testing.Short() {
-			t.Skipf("skipped under -short: the stack's socket %s: %v", testenv.MariaDBSocket, err)
+			t.Skipf("skipped under -short: the stack's socket %s: %v", localstack.MariaDBSocket, err)
 		}
-		t.Fatalf("the stack's socket %s: %v", testenv.MariaDBSocket, err)
+		t.Fatalf("the stack's socket %s: %v", localstack.MariaDBSocket, err)
 	}
 	db.Close()
 	cfg := e.config()
