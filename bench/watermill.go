@@ -22,7 +22,7 @@ import (
 func runWatermill(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("watermill", flag.ContinueOnError)
 	dsn := fs.String("dsn", "", "MariaDB DSN of the outbox's database")
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated")
+	brokers := fs.String("brokers", localstack.KafkaBrokersDefault, "Kafka seed brokers, comma-separated")
 	batch := fs.Int("subscribe-batch", 0, "the MySQL subscriber's SubscribeBatchSize (0: Watermill's default, 100)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // benchEvent is one event the harness writes: its aggregate, its position
@@ -93,7 +94,7 @@ func (h *heraldWriter) write(ctx context.Context, events []benchEvent) error {
 		evs[i] = outbox.Event{AggregateType: "order", AggregateID: e.Agg, EventType: "order.updated",
 			SchemaVersion: 1, Payload: json.RawMessage(e.Payload)}
 	}
-	return commitRetryingDeadlocks(ctx, h.db, func(tx *sql.Tx) error {
+	return commitRetryingTransient(ctx, h.db, func(tx *sql.Tx) error {
 		_, err := h.w.Add(ctx, tx, evs...)
 		return err
 	})
@@ -119,7 +120,7 @@ func newWatermillWriter(ctx context.Context, dsn, topic string) (*watermillWrite
 func (w *watermillWriter) close() error { return w.db.Close() }
 
 func (w *watermillWriter) write(ctx context.Context, events []benchEvent) error {
-	return commitRetryingDeadlocks(ctx, w.db, func(tx *sql.Tx) error {
+	return commitRetryingTransient(ctx, w.db, func(tx *sql.Tx) error {
 		pub, err := wsql.NewPublisher(wsql.TxFromStdSQL(tx), wsql.PublisherConfig{SchemaAdapter: wsql.DefaultMySQLSchema{}}, watermill.NopLogger{})
 		if err != nil {
 			return err
@@ -408,15 +409,16 @@ func steadyWriters(ctx context.Context, newWriter func() (writer, error), writer
 // newEventID is a time-ordered UUID, as herald's writer makes.
 func newEventID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// commitRetryingDeadlocks runs a writer's transaction again when MariaDB chose it as
-// a deadlock victim or its lock wait timed out, as an application would
-// (the server says to restart the transaction; nothing was committed).
-// The reference loop's claim, which locks the whole ready range at
-// REPEATABLE READ, makes writers deadlock with it.
-func commitRetryingDeadlocks(ctx context.Context, db *sql.DB, fill func(*sql.Tx) error) error {
+// commitRetryingTransient runs a writer's transaction again when the
+// server rolled it back for a reason that passes (mysql.Dialect's
+// IsTransient: chiefly a deadlock victim or a lock wait timeout), as an
+// application would (nothing was committed). The reference loop's claim,
+// which locks the whole ready range at REPEATABLE READ, makes writers
+// deadlock with it.
+func commitRetryingTransient(ctx context.Context, db *sql.DB, fill func(*sql.Tx) error) error {
 	for {
 		err := commit(ctx, db, fill)
-		if !isDeadlock(err) || ctx.Err() != nil {
+		if err == nil || !(mysql.Dialect{}).IsTransient(err) || ctx.Err() != nil {
 			return err
 		}
 		writerRetries.Add(1)

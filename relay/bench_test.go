@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,11 +17,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/internal/reference"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
@@ -400,29 +400,15 @@ func waitDrained(b *testing.B, db *sql.DB) {
 	testenv.Eventually(b, 15*time.Minute, "the backlog drained", func() bool { return unpublished(b, db) == 0 })
 }
 
-// ReferenceClaimQuery is the claim of the specification's source material:
-// it orders by occurred_at (a sort over the ready range) and does not
-// exclude rows leased by another relay. CURRENT_TIMESTAMP(6) is NOW(6) on
-// MySQL and the transaction's start on PostgreSQL: the loop runs as is on
-// both.
-const referenceClaimQuery = `SELECT id, aggregate_id, event_type, schema_version, payload, occurred_at
-FROM outbox_events WHERE published_at IS NULL AND next_attempt_at <= CURRENT_TIMESTAMP(6)
-ORDER BY occurred_at LIMIT 100 FOR UPDATE SKIP LOCKED`
-
-// benchReference runs the reference loop for referenceBudget: claim 100,
-// record the lease, commit, then for each event a synchronous produce and
-// its own UPDATE.
+// benchReference runs the reference loop (package reference) for
+// referenceBudget.
 func benchReference(b *testing.B, server testenv.Server) {
 	brokers := testenv.KafkaBrokers(b)
 	d := testenv.NewHeraldDatabaseOn(b, server)
 	topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
 	bulkLoad(b, d, 0, *benchEvents, benchAggregates)
 	ctx := context.Background()
-	// The same durability as herald's producer (acks=all, idempotent, lz4)
-	// but no linger: a synchronous send should not wait for company.
-	producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.DefaultProduceTopic(topic))
+	producer, err := reference.NewProducer(brokers, topic)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -433,62 +419,14 @@ func benchReference(b *testing.B, server testenv.Server) {
 	start := time.Now()
 	published := 0
 	for time.Since(start) < referenceBudget {
-		tx, err := d.DB.BeginTx(ctx, nil) // the server's default isolation (MariaDB REPEATABLE READ, PostgreSQL READ COMMITTED)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows, err := tx.QueryContext(ctx, referenceClaimQuery)
-		if err != nil {
-			b.Fatal(err)
-		}
-		type ev struct {
-			id, agg, typ string
-			version      uint16
-			payload      []byte
-			occurred     time.Time
-		}
-		var batch []ev
-		for rows.Next() {
-			var e ev
-			if err := rows.Scan(&e.id, &e.agg, &e.typ, &e.version, &e.payload, &e.occurred); err != nil {
-				b.Fatal(err)
-			}
-			batch = append(batch, e)
-		}
-		if err := rows.Err(); err != nil {
-			b.Fatal(err)
-		}
-		if len(batch) == 0 {
-			tx.Rollback()
+		n, err := reference.Round(ctx, d.DB, d.Dialect, producer)
+		if errors.Is(err, reference.ErrNothingReady) {
 			break
 		}
-		placeholders := strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")
-		args := []any{"reference"}
-		for _, e := range batch {
-			args = append(args, e.id)
-		}
-		if _, err := tx.ExecContext(ctx, d.SQL(`UPDATE outbox_events SET locked_at = CURRENT_TIMESTAMP(6), locked_by = ?, attempts = attempts + 1
-			WHERE id IN (`+placeholders+`)`), args...); err != nil {
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range batch {
-			value, err := envelope.Encode(envelope.Envelope{EventID: e.id, Type: e.typ, Version: e.version, OccurredAt: e.occurred, Data: e.payload})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rec := &kgo.Record{Key: []byte(e.agg), Value: value,
-				Headers: []kgo.RecordHeader{{Key: envelope.HeaderEventID, Value: []byte(e.id)}}}
-			if err := producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := d.DB.ExecContext(ctx, d.SQL("UPDATE outbox_events SET published_at = CURRENT_TIMESTAMP(6) WHERE id = ?"), e.id); err != nil {
-				b.Fatal(err)
-			}
-			published++
-		}
+		published += n
 	}
 	elapsed := time.Since(start)
 	binlog1 := logBytes(d)
@@ -583,7 +521,7 @@ func timeReferenceQuery(b *testing.B, db *sql.DB) time.Duration {
 	}
 	defer tx.Rollback()
 	start := time.Now()
-	rows, err := tx.QueryContext(ctx, referenceClaimQuery)
+	rows, err := tx.QueryContext(ctx, reference.ClaimQuery)
 	if err != nil {
 		b.Fatal(err)
 	}
