@@ -26,12 +26,16 @@ vet:
 	$(GO) vet -tags cluster,disruptive ./...
 
 # Every test, against the real servers; a server that does not answer is a
-# failure (tests only skip under -short, which this target never passes).
+# failure (herald's tests only skip under -short, never passed to them).
 # Then, serially and alone, the disruptive tests (build tag disruptive,
 # names TestDisruptive*): they stop servers, which would break any test
-# running beside them.
+# running beside them. The bench module (a module of its own, so ./...
+# does not reach it) is vetted and its pure parts tested (-short: its
+# smoke run of every peer, 1-2 minutes, is `cd bench && go test ./...`),
+# so a change to the packages it shares with herald cannot break it unseen.
 test: up vet
 	$(GO) test $(GOTEST_FLAGS) ./...
+	cd bench && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -short ./...
 	$(GO) test $(GOTEST_FLAGS) -p 1 -tags disruptive -run 'TestDisruptive' ./...
 
 # Replication tests on a three-broker cluster: stops and restarts brokers.
