@@ -223,8 +223,8 @@ func lastAppend(recs []record) time.Time {
 	return t
 }
 
-// sustained measures p under writers at full speed; p.name "" is the
-// writers alone (table names the shape).
+// sustained measures p under writers at full speed; a peer without start
+// is the writers alone (its table names the shape).
 func (h *harness) sustained(ctx context.Context, p peer, rep int) (out SustainedSample, err error) {
 	out = SustainedSample{Rep: rep, Database: DatabaseCost{-1, -1}}
 	s, err := h.newSetup(ctx, p, "sustained", rep)
@@ -255,7 +255,7 @@ func (h *harness) sustained(ctx context.Context, p peer, rep int) (out Sustained
 	if werr != nil {
 		return out, fmt.Errorf("writers: %w", werr)
 	}
-	u1, err := usageOf(procs)
+	relay, err := usageSince(u0, procs)
 	if err != nil {
 		return out, err
 	}
@@ -263,7 +263,7 @@ func (h *harness) sustained(ctx context.Context, p peer, rep int) (out Sustained
 	out.WrittenRate, out.PublishedRate = float64(total)/elapsed, float64(published)/elapsed
 	out.Backlog = total - published
 	out.Database = costSince(m0, m1, total)
-	out.Relay = Usage{CPUSeconds: u1.CPUSeconds - u0.CPUSeconds, PeakRSSBytes: u1.PeakRSSBytes}
+	out.Relay = relay
 	if err := stopAll(procs); err != nil {
 		out.Error = err.Error()
 	}
@@ -303,12 +303,12 @@ func (h *harness) delivery(ctx context.Context, p peer, rep int) (out DeliverySa
 	out.Behind = werr != nil && errors.Is(werr, errWaitTimeout)
 	died := exitedEarly(procs)
 	m1 := h.st.mark(ctx)
-	u1, err := usageOf(procs)
+	relay, err := usageSince(u0, procs)
 	if err != nil {
 		return out, err
 	}
 	out.Database = costSince(m0, m1, out.Events)
-	out.Relay = Usage{CPUSeconds: u1.CPUSeconds - u0.CPUSeconds, PeakRSSBytes: u1.PeakRSSBytes}
+	out.Relay = relay
 	if err := stopAll(procs); err != nil {
 		out.Error = err.Error()
 	}

@@ -187,3 +187,13 @@ func usageOf(procs []*process) (Usage, error) {
 	}
 	return u, nil
 }
+
+// usageSince is procs' usage since u0 was read: the CPU seconds between,
+// the peak RSS so far.
+func usageSince(u0 Usage, procs []*process) (Usage, error) {
+	u1, err := usageOf(procs)
+	if err != nil {
+		return Usage{}, err
+	}
+	return Usage{CPUSeconds: u1.CPUSeconds - u0.CPUSeconds, PeakRSSBytes: u1.PeakRSSBytes}, nil
+}
