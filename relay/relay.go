@@ -81,6 +81,9 @@ type Relay struct {
 type settling struct {
 	done chan struct{}
 	err  error
+	// streamed: the batch came from the change stream (its settlement
+	// carries the checkpoint).
+	streamed bool
 }
 
 // Producer is the part of a franz-go client the relay uses; *kgo.Client
@@ -318,7 +321,10 @@ func (r *Relay) publishAndSettle(ctx context.Context, claim store.Claim, fp batc
 func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome) error {
 	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	settled, err := r.store.Settle(settleCtx, claim, out, r.cfg.OrderPolicy)
+	settled, err := store.Settled{}, failpoint.Err(failpoint.RelaySettle)
+	if err == nil {
+		settled, err = r.store.Settle(settleCtx, claim, out, r.cfg.OrderPolicy)
+	}
 	if err != nil {
 		// The events stay unpublished: this relay, or the next owner of
 		// their buckets, claims and publishes them again (duplicates,
@@ -337,7 +343,7 @@ func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome
 // next claim continues past its events, and awaitSettle collects the
 // result.
 func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out store.Outcome) {
-	s := &settling{done: make(chan struct{})}
+	s := &settling{done: make(chan struct{}), streamed: out.Checkpoint != nil}
 	r.settling = s
 	go func() {
 		defer close(s.done)
@@ -346,7 +352,8 @@ func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out s
 }
 
 // awaitSettle waits for the batch settling in the background, if any, and
-// returns its error.
+// returns its error. A streamed batch that could not be settled closes the
+// stream, which reopens at the checkpoint before it (section 9.2, S1).
 func (r *Relay) awaitSettle() error {
 	s := r.settling
 	if s == nil {
@@ -354,6 +361,9 @@ func (r *Relay) awaitSettle() error {
 	}
 	<-s.done
 	r.settling = nil
+	if s.err != nil && s.streamed {
+		return r.streamFailed(s.err)
+	}
 	return s.err
 }
 

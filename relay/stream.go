@@ -298,7 +298,7 @@ func (r *Relay) saveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 // streamFailed closes the stream after a failure: it starts again from
 // the checkpoint at the next iteration (a lost lease: once it leads again).
 func (r *Relay) streamFailed(err error) error {
-	if errors.Is(err, store.ErrStreamLost) {
+	if errors.Is(err, store.ErrStreamLost) && r.leading {
 		r.leading = false
 		r.log.Warn("lost the stream lease; another relay streams now")
 	}

@@ -219,6 +219,35 @@ func TestStreamCrashWindows(t *testing.T) {
 	}
 }
 
+// TestStreamRereadsABatchWhoseSettlementFailed: the settlement (marks and
+// checkpoint) of a streamed batch fails in the background after Kafka
+// acknowledged it (failpoint relay.settle=fail@2 on an empty outbox: the
+// stream's second batch), and nothing else is written, so the relay's
+// next turn, not its next batch, finds the failure. The stream must read
+// that batch again from its checkpoint and settle it: going on from the
+// reader's position, the next batch's settlement would move the checkpoint
+// past the failed batch and leave its events unpublished in the outbox for
+// good (docs/design.md, section 9.2, S1).
+func TestStreamRereadsABatchWhoseSettlementFailed(t *testing.T) {
+	t.Parallel() // the relay runs as a process on a database and topic of its own
+	e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer", Failpoints: failpoint.RelaySettle + "=fail@2"})
+	p.WaitForLog(t, `"msg":"streaming"`, time.Minute)
+	ctx := context.Background()
+	for i, agg := range []string{"settled", "failed", "after"} {
+		if _, err := e.write(ctx, true, event(agg, 1), event(agg, 2)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			// Found at the next turn (within a second): nothing else to read.
+			p.WaitForLog(t, failpoint.ErrInjected.Error(), time.Minute)
+		}
+		e.waitDrained(t, time.Minute)
+	}
+	stop(t, p)
+	e.verifyTopic(t, nil, nil)
+}
+
 // TestStreamRidesRotationAndSchemaChanges: while a binlog relay streams a
 // writer's events, the binlog rotates twice (FLUSH BINARY LOGS) and a
 // migration adds a column to outbox_events; the stream goes on without

@@ -1,5 +1,6 @@
 // Package failpoint makes a process fail at a named point, for crash drills
-// and crash tests. Library code only calls Hit, which does nothing unless the
+// and crash tests. Library code only calls Hit (or Err, at a point that can
+// fail), which does nothing unless the
 // process's main switched failpoints on: herald's own binaries call
 // EnableFromEnv at start (and exit 2 when HERALD_FAILPOINTS is malformed), so
 // a service that imports herald is never killed, slowed or refused start-up
@@ -13,9 +14,12 @@
 //	           function, no flush, no graceful shutdown
 //	crash@N    the same at the N-th hit (N >= 1)
 //	sleep(D)   sleep for the Go duration D at every hit
+//	fail@N     the N-th hit of a point checked with Err returns an error, as
+//	           if the step it stands before had failed
 package failpoint
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -37,6 +41,9 @@ const (
 	// RelayAfterAckBeforeMark: Kafka acknowledged a batch, before the relay
 	// marks it published.
 	RelayAfterAckBeforeMark = "relay.after_ack_before_mark"
+	// RelaySettle: a relay is about to record a batch's outcome (its marks,
+	// failures, holds and, for a stream batch, the checkpoint).
+	RelaySettle = "relay.settle"
 	// StreamAfterLead: a relay became the stream's leader, before it opens
 	// the stream (or sweeps).
 	StreamAfterLead = "stream.after_lead"
@@ -56,7 +63,7 @@ const (
 
 // Known lists every failpoint, so a typo in HERALD_FAILPOINTS is an error.
 var Known = []string{
-	OrdersAfterCommit, RelayAfterClaim, RelayBeforePublish, RelayAfterAckBeforeMark,
+	OrdersAfterCommit, RelayAfterClaim, RelayBeforePublish, RelayAfterAckBeforeMark, RelaySettle,
 	StreamAfterLead, StreamAfterRead, StreamAfterAckBeforeCheckpoint,
 	ConsumerAfterCommitBeforeOffset, ConsumerAfterCommitBeforeCall,
 }
@@ -66,6 +73,7 @@ const EnvVar = "HERALD_FAILPOINTS"
 
 type action struct {
 	crashAt int64 // crash at this hit (0: never)
+	failAt  int64 // Err fails at this hit (0: never)
 	sleep   time.Duration
 	hits    atomic.Int64
 }
@@ -122,6 +130,12 @@ func parse(spec string) (map[string]*action, error) {
 				return nil, fmt.Errorf("%s: %q: want crash@N with N >= 1", name, act)
 			}
 			a.crashAt = n
+		case strings.HasPrefix(act, "fail@"):
+			n, err := strconv.ParseInt(strings.TrimPrefix(act, "fail@"), 10, 64)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%s: %q: want fail@N with N >= 1", name, act)
+			}
+			a.failAt = n
 		case strings.HasPrefix(act, "sleep(") && strings.HasSuffix(act, ")"):
 			d, err := time.ParseDuration(act[len("sleep(") : len(act)-1])
 			if err != nil || d <= 0 {
@@ -129,7 +143,7 @@ func parse(spec string) (map[string]*action, error) {
 			}
 			a.sleep = d
 		default:
-			return nil, fmt.Errorf("%s: unknown action %q (want crash, crash@N or sleep(D))", name, act)
+			return nil, fmt.Errorf("%s: unknown action %q (want crash, crash@N, fail@N or sleep(D))", name, act)
 		}
 		out[name] = a
 	}
@@ -149,15 +163,31 @@ const crashEvents = "; events in hand: "
 // when the action crashes the process, the crash line also lists their
 // ids (events is called only then), so a drill can tell which events the
 // dead process left behind. EventsAtCrash reads them back.
-func HitWithEvents(name string, events func() []string) {
+func HitWithEvents(name string, events func() []string) { hit(name, events) }
+
+// ErrInjected is the error Err returns at a fail@N hit.
+var ErrInjected = errors.New("failpoint: injected failure")
+
+// Err is Hit for a point that can fail: at the hit a fail@N action names,
+// it returns an error wrapping ErrInjected; otherwise nil.
+func Err(name string) error {
+	if a, n := hit(name, nil); a != nil && a.failAt > 0 && n == a.failAt {
+		return fmt.Errorf("%s at hit %d: %w", name, n, ErrInjected)
+	}
+	return nil
+}
+
+// hit counts a hit of name and performs its sleep or crash; it returns the
+// action (nil when none is set) and the hit's number.
+func hit(name string, events func() []string) (*action, int64) {
 	if !enabled.Load() {
-		return
+		return nil, 0
 	}
 	mu.RLock()
 	a := points[name]
 	mu.RUnlock()
 	if a == nil {
-		return
+		return nil, 0
 	}
 	n := a.hits.Add(1)
 	if a.sleep > 0 {
@@ -172,6 +202,7 @@ func HitWithEvents(name string, events func() []string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // never returns; SIGKILL cannot be caught
 	}
+	return a, n
 }
 
 // EventsAtCrash returns the ids a process's log lists on its failpoint

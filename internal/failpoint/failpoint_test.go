@@ -1,6 +1,8 @@
 package failpoint
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,14 +12,14 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	good := []string{"", "relay.after_claim=crash", "relay.after_claim=crash@3; orders.after_commit=sleep(10ms)"}
+	good := []string{"", "relay.after_claim=crash", "relay.after_claim=crash@3; orders.after_commit=sleep(10ms)", "relay.settle=fail@2"}
 	for _, s := range good {
 		if _, err := parse(s); err != nil {
 			t.Errorf("parse(%q): %v", s, err)
 		}
 	}
 	bad := []string{"relay.after_claim", "no.such.point=crash", "relay.after_claim=crash@0",
-		"relay.after_claim=explode", "relay.after_claim=sleep(soon)"}
+		"relay.after_claim=explode", "relay.after_claim=sleep(soon)", "relay.settle=fail@0", "relay.settle=fail"}
 	for _, s := range bad {
 		if _, err := parse(s); err == nil {
 			t.Errorf("parse(%q) accepted a bad spec", s)
@@ -35,6 +37,29 @@ func TestSleep(t *testing.T) {
 	Hit(RelayAfterClaim) // not set: no effect
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Errorf("sleep failpoint slept %v, want >= 50ms", d)
+	}
+}
+
+// TestFailReturnsAnErrorAtItsHit: fail@2 makes the second Err of the
+// point return ErrInjected, and only that one.
+func TestFailReturnsAnErrorAtItsHit(t *testing.T) {
+	t.Cleanup(func() { Set("") })
+	if err := Set("relay.settle=fail@2"); err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for range 3 {
+		err := Err(RelaySettle)
+		if err != nil && !errors.Is(err, ErrInjected) {
+			t.Fatalf("Err: %v, want ErrInjected", err)
+		}
+		got = append(got, err != nil)
+	}
+	if fmt.Sprint(got) != "[false true false]" {
+		t.Errorf("Err failed at hits %v, want only the second", got)
+	}
+	if err := Err(RelayAfterClaim); err != nil {
+		t.Errorf("Err of a point not set: %v", err)
 	}
 }
 
