@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,11 @@ import (
 // spelled out here rather than imported from herald's envelope package, so
 // a renamed constant there shows up as a failure here.
 const HeaderEventID = "herald-event-id"
+
+// ErrUnknownTopic is what ReadTopic wraps when the broker kcat asked does not
+// know the topic: it was never created, or was created a moment ago and that
+// broker has not learned of it yet.
+var ErrUnknownTopic = errors.New("unknown topic")
 
 // ReadTopic reads every record of topic from the beginning to the current
 // end of each partition with kcat (librdkafka), a client independent of
@@ -58,6 +64,8 @@ func ReadSecuredTopic(ctx context.Context, brokers []string, sec kafka.Security,
 	}
 	waitErr := cmd.Wait()
 	switch {
+	case strings.Contains(stderr.String(), "Unknown topic or partition"):
+		return nil, fmt.Errorf("kcat -C -t %s: %w: %s", topic, ErrUnknownTopic, strings.TrimSpace(stderr.String()))
 	case waitErr != nil:
 		return nil, fmt.Errorf("kcat -C -t %s: %v: %s", topic, waitErr, strings.TrimSpace(stderr.String()))
 	case strings.Contains(stderr.String(), "ERROR"):
