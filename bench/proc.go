@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/herald-outbox/herald/internal/localstack"
 )
 
 // process is a relay process the harness started: a herald relay, the
@@ -129,7 +131,7 @@ func killAll() {
 // procUsage is a live process's CPU seconds (utime + stime) and its peak
 // resident set (VmHWM), from /proc.
 func procUsage(pid int) (cpu float64, hwm int64, err error) {
-	cpu, err = procCPUSeconds(strconv.Itoa(pid))
+	spent, err := localstack.ProcessCPU(strconv.Itoa(pid))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -146,32 +148,7 @@ func procUsage(pid int) (cpu float64, hwm int64, err error) {
 			hwm = kb * 1024
 		}
 	}
-	return cpu, hwm, nil
-}
-
-// ticksPerSecond is USER_HZ, the unit of /proc/<pid>/stat's times on Linux.
-const ticksPerSecond = 100
-
-// procCPUSeconds is utime + stime of /proc/<pid>/stat.
-func procCPUSeconds(pid string) (float64, error) {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name may hold spaces and ends with ')'.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(fields))
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
-		}
-		ticks += v
-	}
-	return float64(ticks) / ticksPerSecond, nil
+	return spent.Seconds(), hwm, nil
 }
 
 // usageOf sums the usage of procs, each read while it still runs.

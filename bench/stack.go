@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -209,15 +207,6 @@ func (s *stack) binlogBytes(ctx context.Context) (int64, error) {
 	return total, nil
 }
 
-// mariadbCPU is mariadbd's CPU seconds so far.
-func mariadbCPU() (float64, error) {
-	pid, err := os.ReadFile(localstack.MariaDBPidFile)
-	if err != nil {
-		return 0, err
-	}
-	return procCPUSeconds(strings.TrimSpace(string(pid)))
-}
-
 // dbMark is where the database's counters stood at a moment.
 type dbMark struct {
 	cpu    float64
@@ -226,12 +215,12 @@ type dbMark struct {
 }
 
 func (s *stack) mark(ctx context.Context) dbMark {
-	cpu, err := mariadbCPU()
+	cpu, err := localstack.MariaDBCPU()
 	if err != nil {
 		return dbMark{err: err}
 	}
 	b, err := s.binlogBytes(ctx)
-	return dbMark{cpu: cpu, binlog: b, err: err}
+	return dbMark{cpu: cpu.Seconds(), binlog: b, err: err}
 }
 
 // costSince is the database's work from m0 to m1 per event; -1 where a

@@ -207,72 +207,22 @@ func logName(server testenv.Server) string {
 
 // serverCPU is the stack's database server's CPU time so far (user +
 // system), or -1 when it cannot be read (the stack's pid file, /proc).
-// MariaDB is one process. PostgreSQL runs a process per connection: its
-// time is the postmaster's, its exited children's (counted in the
-// postmaster's cutime and cstime once reaped) and its live children's.
 func serverCPU(server testenv.Server) time.Duration {
-	if server == testenv.MariaDB {
-		pid, err := os.ReadFile(localstack.MariaDBPidFile)
-		if err != nil {
-			return -1
-		}
-		return procCPU(strings.TrimSpace(string(pid)), true)
+	read := localstack.MariaDBCPU
+	if server == testenv.PostgreSQL {
+		read = localstack.PostgresCPU
 	}
-	head, err := os.ReadFile("/var/tmp/herald-stack/postgres/data/postmaster.pid")
+	return cpuOrUnknown(read())
+}
+
+// processCPU is this process's CPU time so far, or -1.
+func processCPU() time.Duration { return cpuOrUnknown(localstack.ProcessCPU("self")) }
+
+func cpuOrUnknown(cpu time.Duration, err error) time.Duration {
 	if err != nil {
 		return -1
 	}
-	postmaster, _, _ := strings.Cut(string(head), "\n")
-	total := procCPU(postmaster, false)
-	if total < 0 {
-		return -1
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if fields := procStat(p.Name()); len(fields) > 1 && fields[1] == postmaster {
-			if t := procCPU(p.Name(), true); t > 0 {
-				total += t
-			}
-		}
-	}
-	return total
-}
-
-// processCPU is this process's CPU time so far.
-func processCPU() time.Duration { return procCPU("self", true) }
-
-// procCPU is a process's CPU time (utime + stime), with its reaped
-// children's (cutime + cstime) unless own.
-func procCPU(pid string, own bool) time.Duration {
-	fields := procStat(pid)
-	if len(fields) < 15 {
-		return -1
-	}
-	n := 2
-	if !own {
-		n = 4
-	}
-	var ticks int64
-	for _, f := range fields[11 : 11+n] {
-		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return -1
-		}
-		ticks += v
-	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(ticks) * time.Second / ticksPerSecond
-}
-
-// procStat is the fields of /proc/<pid>/stat after the command name (which
-// may hold spaces and is closed by ')'): state, ppid, ..., utime and stime
-// (fields[11:13]), cutime and cstime (fields[13:15]); nil when unreadable.
-func procStat(pid string) []string {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return cpu
 }
 
 // deliveryVariant is one relay setting benchDelivery compares.

@@ -1,7 +1,8 @@
 // Package localstack says where herald finds its servers when nothing else is
 // configured: the MariaDB, PostgreSQL and Kafka that `make up` starts,
 // overridable by the HERALD_MYSQL_DSN, HERALD_POSTGRES_URL and
-// HERALD_KAFKA_BROKERS environment variables.
+// HERALD_KAFKA_BROKERS environment variables; and how the tests and
+// benchmarks reach into that stack (MariaDB's root, its servers' CPU time).
 package localstack
 
 import (
@@ -24,6 +25,9 @@ const (
 	MariaDBSocket = "/var/tmp/herald-stack/mariadb/mariadb.sock"
 	// MariaDBPidFile holds the pid of `make up`'s mariadbd.
 	MariaDBPidFile = "/var/tmp/herald-stack/mariadb/mariadb.pid"
+	// PostgresPidFile holds, on its first line, the pid of `make up`'s
+	// PostgreSQL postmaster.
+	PostgresPidFile = "/var/tmp/herald-stack/postgres/data/postmaster.pid"
 )
 
 // MariaDBRoot runs statements as MariaDB's root over MariaDBSocket, for
