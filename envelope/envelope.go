@@ -5,18 +5,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
+
+// HeaderPrefix begins the name of every Kafka record header herald sets
+// itself (the Header* names below, the dead-letter and replay headers). An
+// event's own headers never use it: the writer refuses such a name, and the
+// relay drops a stored one (docs/contracts.md, section 2), so a consumer
+// never reads two values of one herald header.
+const HeaderPrefix = "herald-"
 
 // Kafka record headers herald sets on every published event, besides the
 // event's own headers (such as traceparent).
 const (
-	HeaderEventID       = "herald-event-id"
-	HeaderEventType     = "herald-event-type"
-	HeaderEventVersion  = "herald-event-version"
-	HeaderAggregateType = "herald-aggregate-type"
-	HeaderAggregateSeq  = "herald-aggregate-seq"
+	HeaderEventID       = HeaderPrefix + "event-id"
+	HeaderEventType     = HeaderPrefix + "event-type"
+	HeaderEventVersion  = HeaderPrefix + "event-version"
+	HeaderAggregateType = HeaderPrefix + "aggregate-type"
+	HeaderAggregateSeq  = HeaderPrefix + "aggregate-seq"
 )
+
+// IsReservedHeader reports whether name is in herald's reserved prefix,
+// in any letter case: header names are bytes to Kafka, but a consumer that
+// looks them up without regard to case must not meet a second
+// "Herald-Event-Id" either.
+func IsReservedHeader(name string) bool {
+	return len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix)
+}
 
 // Envelope is the wire contract of one event: the JSON value of a Kafka
 // record. Fields are only ever added, never removed or renamed.

@@ -233,3 +233,27 @@ func TestDecodeErrorMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestIsReservedHeader: herald's prefix in any case is reserved, and
+// nothing else.
+func TestIsReservedHeader(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{envelope.HeaderEventID, true},
+		{envelope.HeaderAggregateSeq, true},
+		{"herald-dlq-error", true},
+		{"Herald-Event-Id", true},
+		{"HERALD-", true},
+		{"herald", false},
+		{"heraldic", false},
+		{"x-herald-event-id", false},
+		{"traceparent", false},
+		{"", false},
+	} {
+		if got := envelope.IsReservedHeader(tt.name); got != tt.want {
+			t.Errorf("IsReservedHeader(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -16,6 +16,14 @@ var (
 	ErrTooLong = errors.New("is too long")
 	// ErrNotUTF8: a field is not valid UTF-8.
 	ErrNotUTF8 = errors.New("is not valid UTF-8")
+	// ErrNUL: a text field holds a NUL character (U+0000), which
+	// PostgreSQL's text and jsonb cannot store: refused on every database
+	// alike (docs/contracts.md, section 2).
+	ErrNUL = errors.New("contains a NUL character")
+	// ErrReservedHeader: a header name is in herald's reserved prefix
+	// (envelope.HeaderPrefix, "herald-", in any case); herald sets those
+	// headers itself.
+	ErrReservedHeader = errors.New("is reserved for herald's own headers")
 	// ErrSchemaVersion: SchemaVersion is 0.
 	ErrSchemaVersion = errors.New("must be 1 or more (0 is not a schema version)")
 	// ErrPayloadNotJSON: Payload is not a valid JSON document.

@@ -17,7 +17,9 @@ const (
 	HeaderValueMaxLen = 1024
 )
 
-// Event is one fact to publish. Payload holds the facts as they were when the
+// Event is one fact to publish. Its text fields (types, ids, header names
+// and values) are valid UTF-8 without NUL characters, on every database
+// (PostgreSQL cannot store a NUL in text). Payload holds the facts as they were when the
 // event happened, so consumers never need to read back a business table.
 type Event struct {
 	// AggregateType names the kind of entity the event is about ("order").
@@ -36,7 +38,9 @@ type Event struct {
 	// Payload is the event's data as a JSON document. Required; at most
 	// Config.MaxPayloadBytes.
 	Payload json.RawMessage
-	// Headers travel with the event as Kafka record headers. Optional.
+	// Headers travel with the event as Kafka record headers. Optional. A
+	// name must not begin with "herald-" in any case (envelope.HeaderPrefix:
+	// herald sets those headers itself).
 	Headers map[string]string
 	// OccurredAt is when the event happened. Zero means now.
 	OccurredAt time.Time

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/store"
 )
@@ -204,12 +205,20 @@ func (w *Writer) validate(i int, e Event) error {
 	if !json.Valid(e.Payload) {
 		return fail("Payload", ErrPayloadNotJSON, "")
 	}
+	if !utf8.Valid(e.Payload) {
+		// json.Valid lets invalid UTF-8 inside strings through; both
+		// databases' JSON columns refuse it.
+		return fail("Payload", ErrNotUTF8, "")
+	}
 	if len(e.Headers) > HeaderMaxCount {
 		return fail("Headers", ErrTooManyHeaders, fmt.Sprintf("%d > %d", len(e.Headers), HeaderMaxCount))
 	}
 	for name, value := range e.Headers {
 		if err := checkText(name, HeaderNameMaxLen, true); err != nil {
 			return fail("Headers["+name+"] name", err, lengthDetail(name, HeaderNameMaxLen, err))
+		}
+		if envelope.IsReservedHeader(name) {
+			return fail("Headers["+name+"] name", ErrReservedHeader, "")
 		}
 		if err := checkText(value, HeaderValueMaxLen, false); err != nil {
 			return fail("Headers["+name+"]", err, lengthDetail(value, HeaderValueMaxLen, err))
@@ -224,6 +233,8 @@ func checkText(s string, maxLen int, required bool) error {
 		return ErrRequired
 	case !utf8.ValidString(s):
 		return ErrNotUTF8
+	case strings.IndexByte(s, 0) >= 0:
+		return ErrNUL
 	case utf8.RuneCountInString(s) > maxLen:
 		return ErrTooLong
 	}

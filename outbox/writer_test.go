@@ -14,6 +14,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
+	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -278,6 +279,19 @@ func testAddRefusesInvalidEvents(t *testing.T, server testenv.Server) {
 		{"header value too long", with(func(e *outbox.Event) {
 			e.Headers = map[string]string{"h": strings.Repeat("v", outbox.HeaderValueMaxLen+1)}
 		}), "Headers[h]", outbox.ErrTooLong},
+		// PostgreSQL cannot store a NUL in text or jsonb, and said so with
+		// raw database errors (issue 21, defect 7): refused alike on both.
+		{"NUL in aggregate id", with(func(e *outbox.Event) { e.AggregateID = "a\x00b" }), "AggregateID", outbox.ErrNUL},
+		{"NUL in aggregate type", with(func(e *outbox.Event) { e.AggregateType = "order\x00" }), "AggregateType", outbox.ErrNUL},
+		{"NUL in event type", with(func(e *outbox.Event) { e.EventType = "\x00order.created" }), "EventType", outbox.ErrNUL},
+		{"NUL in header value", with(func(e *outbox.Event) { e.Headers = map[string]string{"h": "v\x00"} }), "Headers[h]", outbox.ErrNUL},
+		{"NUL in header name", with(func(e *outbox.Event) { e.Headers = map[string]string{"h\x00": "v"} }), "Headers[h\x00] name", outbox.ErrNUL},
+		{"payload not utf-8", with(func(e *outbox.Event) { e.Payload = []byte("{\"a\":\"\x80\"}") }), "Payload", outbox.ErrNotUTF8},
+		// herald sets these itself (issue 21, defect 3).
+		{"reserved header", with(func(e *outbox.Event) { e.Headers = map[string]string{envelope.HeaderEventID: "not-a-uuid"} }),
+			"Headers[" + envelope.HeaderEventID + "] name", outbox.ErrReservedHeader},
+		{"reserved prefix in another case", with(func(e *outbox.Event) { e.Headers = map[string]string{"Herald-Tenant": "acme"} }),
+			"Headers[Herald-Tenant] name", outbox.ErrReservedHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
