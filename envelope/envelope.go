@@ -95,7 +95,7 @@ func Parse(b []byte) (Envelope, error) {
 		return Envelope{}, malformedError{errors.New("not a JSON object")}
 	case e.EventID == "":
 		return Envelope{}, ErrMissingID
-	case !isUUID(e.EventID):
+	case !IsUUID(e.EventID):
 		// Consumers key their inbox on the id (CHAR(36)): anything else
 		// could not be deduplicated reliably.
 		return Envelope{}, malformedError{fmt.Errorf("event_id %.40q is not a UUID", e.EventID)}
@@ -117,9 +117,10 @@ type malformedError struct{ reason error }
 func (e malformedError) Error() string   { return ErrMalformed.Error() + ": " + e.reason.Error() }
 func (e malformedError) Unwrap() []error { return []error{ErrMalformed, e.reason} }
 
-// isUUID reports whether s is a UUID in its canonical 36-character form
-// (8-4-4-4-12 hexadecimal digits), in either case.
-func isUUID(s string) bool {
+// IsUUID reports whether s is a UUID in its canonical 36-character form
+// (8-4-4-4-12 hexadecimal digits), in either case: what an event_id must
+// be for Parse to accept it.
+func IsUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}

@@ -296,7 +296,10 @@ type EventRow struct {
 	EventType     string
 	SchemaVersion int
 	Payload       []byte
-	Headers       map[string]string
+	// Headers is the stored JSON text, nil when NULL: decoded by the core
+	// (RawEvent.Decode), so a row another writer got wrong can still be
+	// shown and discarded.
+	Headers       []byte
 	Attempts      int
 	ErrorClass    string
 	LastError     string

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/herald-outbox/herald/internal/redact"
 )
 
 // ErrEventNotFound: no outbox event has the given id.
@@ -51,11 +53,16 @@ type EventDetail struct {
 	SchemaVersion int               `json:"schema_version"`
 	Payload       json.RawMessage   `json:"payload"`
 	Headers       map[string]string `json:"headers,omitempty"`
-	PublishedAt   *time.Time        `json:"published_at,omitempty"`
-	DiscardedAt   *time.Time        `json:"discarded_at,omitempty"`
-	NextAttemptAt *time.Time        `json:"next_attempt_at,omitempty"`
-	Failures      []FailureRecord   `json:"failures"`
-	Audit         []AuditRecord     `json:"audit"`
+	// Defect, when set, is why the stored row cannot be published
+	// (RawEvent.Decode), with the bad column's stored value scrubbed of
+	// secrets. Payload is left out when it is not JSON, and Headers when
+	// they do not decode.
+	Defect        *RowDefect      `json:"defect,omitempty"`
+	PublishedAt   *time.Time      `json:"published_at,omitempty"`
+	DiscardedAt   *time.Time      `json:"discarded_at,omitempty"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
+	Failures      []FailureRecord `json:"failures"`
+	Audit         []AuditRecord   `json:"audit"`
 }
 
 // FailureRecord is one failed attempt.
@@ -132,8 +139,20 @@ func (s *Store) ShowEvent(ctx context.Context, id string) (EventDetail, error) {
 			AggregateSeq: row.Key.Seq, EventType: row.EventType, Attempts: row.Attempts,
 			ErrorClass: row.ErrorClass, LastError: row.LastError, OccurredAt: row.OccurredAt,
 		},
-		State: row.state(), SchemaVersion: row.SchemaVersion, Payload: row.Payload, Headers: row.Headers,
+		State: row.state(), SchemaVersion: row.SchemaVersion, Payload: row.Payload,
 		PublishedAt: row.PublishedAt, DiscardedAt: row.DiscardedAt,
+	}
+	e := RawEvent{ID: row.ID, AggregateType: row.Key.AggregateType, AggregateID: row.Key.AggregateID,
+		AggregateSeq: row.Key.Seq, EventType: row.EventType, SchemaVersion: int64(row.SchemaVersion),
+		Payload: row.Payload, Headers: row.Headers}.Decode()
+	d.Headers = e.Headers
+	if def := e.Defect; def != nil {
+		shown := *def
+		shown.Stored = redact.Secrets(def.Stored)
+		d.Defect = &shown
+	}
+	if !json.Valid(row.Payload) {
+		d.Payload = nil // Defect shows it; the JSON of EventDetail could not hold it
 	}
 	if !row.Forever {
 		d.NextAttemptAt = &row.NextAttemptAt

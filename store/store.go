@@ -25,6 +25,10 @@ type Event struct {
 	// PreviousErrorClass is the class of the last failed attempt ("" if
 	// none).
 	PreviousErrorClass string
+	// Defect, when set, is why the stored row cannot be published as it is
+	// (RawEvent.Decode): the fields above hold what could be read, and the
+	// relay quarantines the event without producing it.
+	Defect *RowDefect
 }
 
 // OrderPolicy says what happens to an aggregate's later events while an

@@ -2,8 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"strings"
@@ -88,19 +86,21 @@ func readEvents(ctx context.Context, q store.Querier, query string, args ...any)
 	var out []store.Event
 	for rows.Next() {
 		var (
-			e       store.Event
-			headers sql.NullString
+			raw       store.RawEvent
+			occurred  time.Time
+			attempts  uint32
+			prevClass string
+			bucket    int
 		)
-		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.SchemaVersion,
-			&e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &e.Bucket, &last.NextAttemptAt); err != nil {
+		// Scanned as stored and decoded in Go: a row another writer got
+		// wrong is an event with a defect, not a failed claim.
+		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
+			&raw.Payload, &raw.Headers, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
 			return nil, last, err
 		}
+		e := raw.Decode()
+		e.OccurredAt, e.Attempts, e.PreviousErrorClass, e.Bucket = occurred, attempts, prevClass, bucket
 		last.OccurredAt, last.ID = e.OccurredAt, e.ID
-		if headers.Valid {
-			if err := json.Unmarshal([]byte(headers.String), &e.Headers); err != nil {
-				return nil, last, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
-			}
-		}
 		out = append(out, e)
 	}
 	return out, last, rows.Err()
@@ -148,7 +148,7 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 // Hold implements store.ClaimDialect.
 func (Dialect) Hold(ctx context.Context, q store.Querier, ids []string, h store.Hold) error {
 	args := append([]any{holdUntil(h), store.ErrorClassHeld, store.HeldMessage(h.Behind)}, anySlice(ids)...)
-	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET next_attempt_at = ?, error_class = ?, last_error = ?
+	_, err := q.ExecContext(ctx, updateEvents+` SET next_attempt_at = ?, error_class = ?, last_error = ?
 		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL`, args...)
 	return err
 }

@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -39,6 +40,28 @@ func TestConformance(t *testing.T) {
 				t.Helper()
 				return openInZone(t, d.DSN, zone)
 			},
+			InsertRaw: func(t testing.TB, r storetest.RawRow) error {
+				t.Helper()
+				ctx := context.Background()
+				conn, err := d.DB.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				if r.ChecksOff {
+					exec(t, conn, "SET SESSION check_constraint_checks = 0")
+					defer exec(t, conn, "SET SESSION check_constraint_checks = 1")
+				}
+				var headers any
+				if r.Headers != nil {
+					headers = r.Headers
+				}
+				_, err = conn.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
+					event_type, schema_version, payload, headers, occurred_at, next_attempt_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+					r.ID, r.AggregateType, r.AggregateID, r.AggregateSeq, r.EventType, r.SchemaVersion, r.Payload, headers)
+				return err
+			},
 		}
 	})
 }
@@ -72,9 +95,11 @@ func openInZone(t testing.TB, dsn, zone string) *sql.DB {
 	return db
 }
 
-func exec(t testing.TB, db *sql.DB, q string, args ...any) {
+func exec(t testing.TB, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, q string, args ...any) {
 	t.Helper()
-	if _, err := db.Exec(q, args...); err != nil {
+	if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -84,7 +83,6 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock bool) (store.EventRow, error) {
 	var (
 		r                                 store.EventRow
-		headers                           sql.NullString
 		quarantined, published, discarded sql.NullTime
 		errorClass, lastError             sql.NullString
 	)
@@ -96,7 +94,7 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 		query += " FOR UPDATE"
 	}
 	err := q.QueryRowContext(ctx, query, id).Scan(
-		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &headers,
+		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &r.Headers,
 		&r.Attempts, &errorClass, &lastError, &r.OccurredAt, &quarantined, &published, &discarded,
 		&r.NextAttemptAt)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -107,11 +105,6 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 	}
 	r.ErrorClass, r.LastError = errorClass.String, lastError.String
 	r.Forever = !r.NextAttemptAt.Before(never)
-	if headers.Valid {
-		if err := json.Unmarshal([]byte(headers.String), &r.Headers); err != nil {
-			return r, fmt.Errorf("headers: %w", err)
-		}
-	}
 	r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
 	return r, nil
 }
@@ -178,21 +171,21 @@ func (Dialect) CountBehind(ctx context.Context, q store.Querier, k store.SeqKey,
 
 // ReleaseHeldBehind implements store.OperationsDialect.
 func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.SeqKey) error {
-	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET next_attempt_at = UTC_TIMESTAMP(6), error_class = NULL, last_error = NULL
+	_, err := q.ExecContext(ctx, updateEvents+` SET next_attempt_at = UTC_TIMESTAMP(6), error_class = NULL, last_error = NULL
 		WHERE `+heldBehindWhere, heldBehindArgs(k)...)
 	return err
 }
 
 // Requeue implements store.OperationsDialect.
 func (Dialect) Requeue(ctx context.Context, q store.Querier, id string) error {
-	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET quarantined_at = NULL, next_attempt_at = UTC_TIMESTAMP(6),
+	_, err := q.ExecContext(ctx, updateEvents+` SET quarantined_at = NULL, next_attempt_at = UTC_TIMESTAMP(6),
 		attempts = 0, error_class = NULL, last_error = NULL WHERE id = ?`, id)
 	return err
 }
 
 // Discard implements store.OperationsDialect.
 func (Dialect) Discard(ctx context.Context, q store.Querier, id string) error {
-	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET discarded_at = UTC_TIMESTAMP(6) WHERE id = ?`, id)
+	_, err := q.ExecContext(ctx, updateEvents+` SET discarded_at = UTC_TIMESTAMP(6) WHERE id = ?`, id)
 	return err
 }
 

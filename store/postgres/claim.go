@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -108,20 +107,22 @@ func readEvents(ctx context.Context, q store.Querier, query string, args ...any)
 	var out []store.Event
 	for rows.Next() {
 		var (
-			e       store.Event
-			headers []byte
+			raw       store.RawEvent
+			occurred  time.Time
+			attempts  uint32
+			prevClass string
+			bucket    int
 		)
-		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.SchemaVersion,
-			&e.Payload, &headers, &e.OccurredAt, &e.Attempts, &e.PreviousErrorClass, &e.Bucket, &last.NextAttemptAt); err != nil {
+		// Scanned as stored and decoded in Go: a row another writer got
+		// wrong is an event with a defect, not a failed claim.
+		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
+			&raw.Payload, &raw.Headers, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
 			return nil, last, err
 		}
-		e.OccurredAt, last.NextAttemptAt = e.OccurredAt.UTC(), last.NextAttemptAt.UTC()
+		e := raw.Decode()
+		e.OccurredAt, e.Attempts, e.PreviousErrorClass, e.Bucket = occurred.UTC(), attempts, prevClass, bucket
+		last.NextAttemptAt = last.NextAttemptAt.UTC()
 		last.OccurredAt, last.ID = e.OccurredAt, e.ID
-		if headers != nil {
-			if err := json.Unmarshal(headers, &e.Headers); err != nil {
-				return nil, last, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
-			}
-		}
 		out = append(out, e)
 	}
 	return out, last, rows.Err()

@@ -36,6 +36,21 @@ func TestConformance(t *testing.T) {
 				t.Helper()
 				return openInZone(t, d.DSN, zone)
 			},
+			// Text parameters, so the server, not the driver, judges every
+			// value (a uuid, a json, a NUL in text).
+			InsertRaw: func(t testing.TB, r storetest.RawRow) error {
+				t.Helper()
+				var headers any
+				if r.Headers != nil {
+					headers = string(r.Headers)
+				}
+				_, err := d.DB.Exec(`INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
+					event_type, schema_version, payload, headers, occurred_at, next_attempt_at)
+					VALUES ($1::text::uuid, $2::text, $3::text, $4, $5::text, $6, $7::text::json, $8::text::jsonb,
+					statement_timestamp(), statement_timestamp())`,
+					r.ID, r.AggregateType, r.AggregateID, r.AggregateSeq, r.EventType, r.SchemaVersion, string(r.Payload), headers)
+				return err
+			},
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -88,7 +87,6 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock bool) (store.EventRow, error) {
 	var (
 		r                                 store.EventRow
-		headers                           []byte
 		quarantined, published, discarded sql.NullTime
 		next                              sql.NullTime
 		errorClass, lastError             sql.NullString
@@ -104,7 +102,7 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 		return r, store.ErrEventNotFound // not even a UUID: no event has it
 	}
 	err := q.QueryRowContext(ctx, query, id).Scan(
-		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &headers,
+		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &r.Headers,
 		&r.Attempts, &errorClass, &lastError, &r.OccurredAt, &quarantined, &published, &discarded,
 		&next)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -116,11 +114,6 @@ func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock b
 	r.ErrorClass, r.LastError = errorClass.String, lastError.String
 	r.OccurredAt = r.OccurredAt.UTC()
 	r.Forever, r.NextAttemptAt = !next.Valid, next.Time.UTC()
-	if headers != nil {
-		if err := json.Unmarshal(headers, &r.Headers); err != nil {
-			return r, fmt.Errorf("headers: %w", err)
-		}
-	}
 	r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
 	return r, nil
 }

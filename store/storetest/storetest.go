@@ -39,6 +39,29 @@ type Harness struct {
 	// use timeZone (a UTC offset such as "+08:00", or a zone name), as a
 	// service's own pool might; the suite closes it.
 	OpenInZone func(t testing.TB, timeZone string) *sql.DB
+	// InsertRaw inserts row into outbox_events with plain SQL, ready at
+	// once, as a writer other than outbox.Writer (another language) would,
+	// and returns the database's error (nil when it took the row).
+	InsertRaw func(t testing.TB, row RawRow) error
+}
+
+// RawRow is an outbox row as a foreign writer inserts it: the values as
+// given, nothing checked by herald.
+type RawRow struct {
+	ID            string
+	AggregateType string
+	AggregateID   string
+	AggregateSeq  int64
+	EventType     string
+	SchemaVersion int64
+	Payload       []byte
+	// Headers is the headers column's text; nil is NULL.
+	Headers []byte
+	// ChecksOff inserts with the table's CHECK constraints off where a
+	// session may turn them off (MariaDB's check_constraint_checks = 0,
+	// which lets JSON columns take any text); elsewhere the row is
+	// inserted as usual.
+	ChecksOff bool
 }
 
 // NewHarness makes a Harness on a fresh database for one test.
@@ -77,6 +100,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"ConcurrentWritersOfOneAggregate", testConcurrentWriters},
 		{"WriterChunksLargeBatches", testWriterChunks},
 		{"WriterIgnoresTheSessionTimeZone", testWriterTimeZone},
+		{"RowsForeignWritersGotWrong", testRowsForeignWritersGotWrong},
 		{"InboxRecordsDuplicates", testInboxDuplicates},
 		{"DeadlockIsTransient", testDeadlockIsTransient},
 	}

@@ -1,7 +1,6 @@
 package binlog
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -85,9 +84,13 @@ func (ix *columnIndex) checkPresent(e *replication.RowsEvent) error {
 
 // event turns one inserted row into the store.Event the polling path's
 // claim would return for it: the same bytes, the same headers map, the same
-// UTC time. Attempts is 0: nothing claimed it.
+// UTC time, decoded by the same store.RawEvent.Decode, so a value another
+// writer got wrong is the event's Defect (the relay quarantines it), not an
+// error of the stream. Only a row image herald cannot read at all (a NULL
+// or a type the table's definition rules out) is an error. Attempts is 0:
+// nothing claimed it.
 func (ix *columnIndex) event(row []any) (store.Event, error) {
-	var e store.Event
+	var raw store.RawEvent
 	var err error
 	text := func(c int) string {
 		if err != nil {
@@ -97,38 +100,38 @@ func (ix *columnIndex) event(row []any) (store.Event, error) {
 		s, err = asText(row[ix.at[c]], columnNames[c])
 		return s
 	}
-	e.ID = text(colID)
-	e.AggregateType = text(colAggregateType)
-	e.AggregateID = text(colAggregateID)
-	e.EventType = text(colEventType)
+	raw.ID = text(colID)
+	raw.AggregateType = text(colAggregateType)
+	raw.AggregateID = text(colAggregateID)
+	raw.EventType = text(colEventType)
 	if err != nil {
-		return e, err
+		return store.Event{}, err
 	}
-	if e.AggregateSeq, err = asUint(row[ix.at[colAggregateSeq]], 64, columnNames[colAggregateSeq]); err != nil {
-		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	fail := func(err error) (store.Event, error) {
+		return store.Event{ID: raw.ID}, fmt.Errorf("event %s: %w", raw.ID, err)
+	}
+	if raw.AggregateSeq, err = asUint(row[ix.at[colAggregateSeq]], 64, columnNames[colAggregateSeq]); err != nil {
+		return fail(err)
 	}
 	v, err := asUint(row[ix.at[colSchemaVersion]], 16, columnNames[colSchemaVersion])
 	if err != nil {
-		return e, fmt.Errorf("event %s: %w", e.ID, err)
+		return fail(err)
 	}
-	e.SchemaVersion = uint16(v)
-	if e.Payload, err = asBytes(row[ix.at[colPayload]], columnNames[colPayload]); err != nil {
-		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	raw.SchemaVersion = int64(v)
+	if raw.Payload, err = asBytes(row[ix.at[colPayload]], columnNames[colPayload]); err != nil {
+		return fail(err)
 	}
 	if h := row[ix.at[colHeaders]]; h != nil {
-		raw, err := asBytes(h, columnNames[colHeaders])
-		if err != nil {
-			return e, fmt.Errorf("event %s: %w", e.ID, err)
-		}
-		// As the claim does (store/mysql ReadReady): one JSON object of
-		// strings.
-		if err := json.Unmarshal(raw, &e.Headers); err != nil {
-			return e, fmt.Errorf("event %s: headers are not a JSON object: %w", e.ID, err)
+		if raw.Headers, err = asBytes(h, columnNames[colHeaders]); err != nil {
+			return fail(err)
 		}
 	}
-	if e.OccurredAt, err = asTime(row[ix.at[colOccurredAt]], columnNames[colOccurredAt]); err != nil {
-		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	occurred, err := asTime(row[ix.at[colOccurredAt]], columnNames[colOccurredAt])
+	if err != nil {
+		return fail(err)
 	}
+	e := raw.Decode()
+	e.OccurredAt = occurred
 	e.Bucket = mysql.Dialect{}.BucketOf(e.AggregateType, e.AggregateID)
 	return e, nil
 }

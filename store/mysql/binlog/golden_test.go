@@ -346,28 +346,51 @@ func TestSavepoints(t *testing.T) {
 	expectQuiet(t, r, 300*time.Millisecond)
 }
 
-// TestUndecodableRowStops: a row the claim could not read either (headers
-// that are not a JSON object of strings; the writer never writes one)
-// stops Next with an error naming the event, and again on the next call:
-// the stream never skips past it.
-func TestUndecodableRowStops(t *testing.T) {
+// TestUndecodableRowIsAnEventWithADefect: rows a foreign writer got wrong
+// (inserted by plain SQL; outbox.Writer refuses each) come out of the
+// stream as events whose Defect names the column, exactly as the polling
+// path's claim decodes them, and the stream goes on past them: the relay
+// quarantines such an event, nothing stops (issue 21, defect 2).
+func TestUndecodableRowIsAnEventWithADefect(t *testing.T) {
 	e := newEnv(t)
 	r := e.open(t, e.head(t))
-	if _, err := e.db.DB.Exec(`INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq, event_type,
-		schema_version, payload, headers, occurred_at, next_attempt_at)
-		VALUES ('bad-headers', 'order', 'x', 1, 'order.created', 1, '{}', '{"n":1}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`); err != nil {
-		t.Fatal(err)
+	bad := []struct {
+		name, id, aggregateID, headers, column string
+		version                                int
+	}{
+		{"header value not a string", "0190f1c2-7d3e-7a41-8c55-000000000001", "x1", `{"n":1}`, "headers", 1},
+		{"headers not an object", "0190f1c2-7d3e-7a41-8c55-000000000002", "x2", `[1]`, "headers", 1},
+		{"NUL in a header value", "0190f1c2-7d3e-7a41-8c55-000000000003", "x3", `{"n":"a\u0000"}`, "headers", 1},
+		{"id not a UUID", "not-a-uuid", "x4", `{"n":"1"}`, "id", 1},
+		{"schema version 0", "0190f1c2-7d3e-7a41-8c55-000000000005", "x5", `{"n":"1"}`, "schema_version", 0},
+		{"empty aggregate id", "0190f1c2-7d3e-7a41-8c55-000000000006", "", `{"n":"1"}`, "aggregate_id", 1},
 	}
-	e.write(t, orderEvent("after", 1))
-	ctx, cancel := context.WithTimeout(context.Background(), nextTimeout)
-	defer cancel()
-	for i := range 2 {
-		tx, err := r.Next(ctx)
-		for err == nil && tx.IsHeartbeat() { // other sessions' transactions may come first
-			tx, err = r.Next(ctx)
+	for _, b := range bad {
+		if _, err := e.db.DB.Exec(`INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq, event_type,
+			schema_version, payload, headers, occurred_at, next_attempt_at)
+			VALUES (?, 'order', ?, 1, 'order.created', ?, '{}', ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+			b.id, b.aggregateID, b.version, b.headers); err != nil {
+			t.Fatalf("%s: %v", b.name, err)
 		}
-		if err == nil || !strings.Contains(err.Error(), "event bad-headers: headers are not a JSON object") {
-			t.Fatalf("call %d: %v (tx %v), want the undecodable event's error", i, err, ids(tx.Events))
+	}
+	after := e.write(t, orderEvent("after", 1))
+	_, got := readEvents(t, r, len(bad)+1)
+	claimed := claimAll(t, e.db.DB)
+	for i, b := range bad {
+		g := got[i]
+		if g.ID != b.id || g.Defect == nil || g.Defect.Column != b.column {
+			t.Errorf("%s: streamed event %s with defect %+v, want %s with a defect of column %s", b.name, g.ID, g.Defect, b.id, b.column)
+			continue
 		}
+		c, ok := claimed[g.ID]
+		if !ok {
+			t.Errorf("%s: the claim did not return the event", b.name)
+			continue
+		}
+		c.Attempts = 0
+		compareEvents(t, i, g, c)
+	}
+	if last := got[len(bad)]; last.ID != after[0] || last.Defect != nil {
+		t.Errorf("the event after the bad rows: %s (defect %+v), want %s without one", last.ID, last.Defect, after[0])
 	}
 }
