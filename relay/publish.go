@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -186,6 +187,11 @@ func (e encodeError) Unwrap() error { return e.err }
 
 // record builds the Kafka record of an event for its routed topic.
 func (p *Publisher) record(e store.Event) (*kgo.Record, string, error) {
+	if e.Defect != nil {
+		// A row herald cannot publish as it is (a foreign writer's): the
+		// event's own fault, quarantined like any encoding failure.
+		return nil, "", encodeError{e.Defect}
+	}
 	topic, ok := p.route(e.AggregateType)
 	if !ok {
 		return nil, "", errNoRoute
@@ -195,7 +201,10 @@ func (p *Publisher) record(e store.Event) (*kgo.Record, string, error) {
 }
 
 // buildRecord builds the Kafka record of an event: key = aggregate id,
-// value = the versioned envelope, headers = herald's plus the event's own.
+// value = the versioned envelope, headers = herald's plus the event's own,
+// less any of the event's own in herald's reserved prefix
+// (reservedHeaders): a record never carries two values of a herald header
+// (docs/contracts.md, section 2).
 func buildRecord(e store.Event, topic string) (*kgo.Record, error) {
 	value, err := envelope.Encode(envelope.Envelope{
 		EventID: e.ID, Type: e.EventType, Version: e.SchemaVersion, OccurredAt: e.OccurredAt, Data: e.Payload,
@@ -211,6 +220,9 @@ func buildRecord(e store.Event, topic string) (*kgo.Record, error) {
 		{Key: envelope.HeaderAggregateSeq, Value: []byte(strconv.FormatUint(e.AggregateSeq, 10))},
 	}
 	for k, v := range e.Headers {
+		if envelope.IsReservedHeader(k) {
+			continue // only a row written without outbox.Writer has one
+		}
 		headers = append(headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
 	// Timestamp stays zero, so franz-go stamps the produce time. It must not
@@ -220,6 +232,19 @@ func buildRecord(e store.Event, topic string) (*kgo.Record, error) {
 	// take its partition's buffered records with it. occurred_at travels in
 	// the envelope.
 	return &kgo.Record{Topic: topic, Key: []byte(e.AggregateID), Value: value, Headers: headers}, nil
+}
+
+// reservedHeaders returns the names of e's stored headers that are in
+// herald's reserved prefix, sorted: the record leaves them out.
+func reservedHeaders(e store.Event) []string {
+	var names []string
+	for k := range e.Headers {
+		if envelope.IsReservedHeader(k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // classify names a publication error's class and whether it is fatal.

@@ -382,6 +382,12 @@ func (r *Relay) outcome(results []Result, source string) (store.Outcome, *Config
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: res.Behind})
 		case res.Err == nil:
 			out.Published = append(out.Published, e.ID)
+			if dropped := reservedHeaders(e); len(dropped) > 0 {
+				// Once per published event: the stored row (a foreign
+				// writer's) keeps them, the record does not carry them.
+				r.log.Warn("stored headers in herald's reserved prefix were left out of the record",
+					"event_id", e.ID, "aggregate_type", e.AggregateType, "headers", dropped)
+			}
 			if delivery != nil {
 				delivery.Delivered(source, now.Sub(e.OccurredAt))
 			}
