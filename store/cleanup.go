@@ -53,8 +53,11 @@ type CleanupReport struct {
 
 // Cleanup deletes, in batches with pauses, the outbox events that are
 // published AND older than the retention (never an unpublished, quarantined
-// or discarded one), the failure log past the retention, and inbox rows
-// older than the inbox retention.
+// or discarded one), the failure records past the retention of events
+// published, discarded or deleted (never those of an event still
+// unpublished: an operator reads them in `herald quarantine show`), and
+// inbox rows older than the inbox retention. Events go first, so the
+// failures of the events it deleted go in the same pass.
 func (s *Store) Cleanup(ctx context.Context, req CleanupRequest) (CleanupReport, error) {
 	var rep CleanupReport
 	if err := req.Validate(); err != nil {

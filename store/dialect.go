@@ -353,7 +353,9 @@ type OperationsDialect interface {
 	// DeletePublished deletes up to limit published events with
 	// published_at before cutoff, and returns how many it deleted.
 	DeletePublished(ctx context.Context, q Querier, cutoff time.Time, limit int) (int64, error)
-	// DeleteFailures deletes up to limit failure-log rows before cutoff.
+	// DeleteFailures deletes up to limit failure-log rows before cutoff
+	// whose event is published, discarded or gone: the history of an event
+	// still unpublished (quarantined, held, retrying) is kept.
 	DeleteFailures(ctx context.Context, q Querier, cutoff time.Time, limit int) (int64, error)
 	// DeleteConsumed deletes up to limit inbox rows consumed before cutoff.
 	DeleteConsumed(ctx context.Context, q Querier, cutoff time.Time, limit int) (int64, error)

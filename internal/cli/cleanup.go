@@ -20,7 +20,9 @@ func newCleanupCommand() *cobra.Command {
 		Short: "Delete published events older than the retention (the replay window), in small batches",
 		Long: `Deletes only events that are published AND older than --retention, by
 primary key in batches of --batch-size with --pause between them. Unpublished,
-quarantined and discarded events are never touched. --inbox-retention also
+quarantined and discarded events are never touched, nor the failure records
+(outbox_failures) of an unpublished event: those go once their event is
+published or discarded and they are older than --retention. --inbox-retention also
 prunes consumed_events; it must be longer than --retention, or a replayed
 event could miss its inbox row and be applied twice.
 

@@ -21,10 +21,15 @@ func (Dialect) DeletePublished(ctx context.Context, q store.Querier, cutoff time
 		`DELETE FROM outbox_events WHERE published_at IS NOT NULL AND published_at < ? AND id IN (%s)`)
 }
 
-// DeleteFailures implements store.OperationsDialect.
+// DeleteFailures implements store.OperationsDialect: idx_failed_at in
+// order, each failure's event by primary key. An event once published,
+// discarded or deleted stays so, so the DELETE need not check it again.
 func (Dialect) DeleteFailures(ctx context.Context, q store.Querier, cutoff time.Time, limit int) (int64, error) {
 	return deleteBatch(ctx, q, cutoff, limit, 1,
-		`SELECT id FROM outbox_failures WHERE failed_at < ? ORDER BY failed_at LIMIT ?`,
+		`SELECT f.id FROM outbox_failures f FORCE INDEX (idx_failed_at)
+		 LEFT JOIN outbox_events e ON e.id = f.event_id
+		 WHERE f.failed_at < ? AND (e.id IS NULL OR e.published_at IS NOT NULL OR e.discarded_at IS NOT NULL)
+		 ORDER BY f.failed_at LIMIT ?`,
 		`DELETE FROM outbox_failures WHERE failed_at < ? AND id IN (%s)`)
 }
 

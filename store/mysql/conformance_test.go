@@ -29,6 +29,8 @@ func TestConformance(t *testing.T) {
 					`, locked_at = locked_at - `+shift+
 					`, next_attempt_at = IF(next_attempt_at >= ?, next_attempt_at, next_attempt_at - `+shift+`)
 					WHERE id IN (`+marks(len(ids))+`)`, append([]any{(mysql.Dialect{}).Never()}, anys(ids)...)...)
+				exec(t, d.DB, `UPDATE outbox_failures SET failed_at = failed_at - `+shift+`
+					WHERE event_id IN (`+marks(len(ids))+`)`, anys(ids)...)
 			},
 			BackdateConsumed: func(t testing.TB, by time.Duration, consumer string, ids ...string) {
 				t.Helper()

@@ -24,11 +24,14 @@ func (Dialect) DeletePublished(ctx context.Context, q store.Querier, cutoff time
 		ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC(), limit))
 }
 
-// DeleteFailures implements store.OperationsDialect.
+// DeleteFailures implements store.OperationsDialect: idx_failures_failed_at
+// in order, each failure's event by primary key. An event once published,
+// discarded or deleted stays so.
 func (Dialect) DeleteFailures(ctx context.Context, q store.Querier, cutoff time.Time, limit int) (int64, error) {
 	return affected(q.ExecContext(ctx, `DELETE FROM outbox_failures WHERE id IN (
-		SELECT id FROM outbox_failures WHERE failed_at < $1
-		ORDER BY failed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC(), limit))
+		SELECT f.id FROM outbox_failures f LEFT JOIN outbox_events e ON e.id = f.event_id
+		WHERE f.failed_at < $1 AND (e.id IS NULL OR e.published_at IS NOT NULL OR e.discarded_at IS NOT NULL)
+		ORDER BY f.failed_at LIMIT $2 FOR UPDATE OF f SKIP LOCKED)`, cutoff.UTC(), limit))
 }
 
 // DeleteConsumed implements store.OperationsDialect.

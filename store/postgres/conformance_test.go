@@ -26,6 +26,8 @@ func TestConformance(t *testing.T) {
 					`, published_at = published_at - `+shift+`, quarantined_at = quarantined_at - `+shift+
 					`, locked_at = locked_at - `+shift+`, next_attempt_at = next_attempt_at - `+shift+`
 					WHERE id = ANY($1::uuid[])`, ids)
+				exec(t, d.DB, `UPDATE outbox_failures SET failed_at = failed_at - `+shift+`
+					WHERE event_id = ANY($1::uuid[])`, ids)
 			},
 			BackdateConsumed: func(t testing.TB, by time.Duration, consumer string, ids ...string) {
 				t.Helper()

@@ -206,9 +206,10 @@ func testBacklog(t *testing.T, h Harness) {
 }
 
 // testCleanup: with published-old, published-new, unpublished-old and
-// quarantined-old events, cleanup deletes exactly the first group, in
-// batches no larger than the batch size; inbox rows likewise by their own
-// retention.
+// quarantined-old events, cleanup deletes exactly the published-old ones,
+// in batches no larger than the batch size; of the failure records past
+// the retention, only those of published or discarded events; inbox rows
+// by their own retention.
 func testCleanup(t *testing.T, h Harness) {
 	r := h.join(t, "relay-a", time.Minute)
 	group := func(n int, prefix string) []string {
@@ -222,8 +223,36 @@ func testCleanup(t *testing.T, h Harness) {
 	publishedNew := group(5, "pn")
 	quarantinedOld := group(3, "qo")
 	r.quarantine(t, quarantinedOld...) // publishes the other two groups
+	discardedOld := group(2, "do")
+	r.quarantine(t, discardedOld...)
+	for _, id := range discardedOld {
+		if _, err := h.Store.Discard(ctx, id, "ops", "test", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each fails once: retried is published at its next claim, backingOff
+	// waits an hour.
+	retried, backingOff := group(2, "ro"), group(2, "bo")
+	c := r.claim(t, 100)
+	if len(c.Events) != 4 {
+		t.Fatalf("claimed %v, want %v and %v", ids(c.Events), retried, backingOff)
+	}
+	var failed []store.Failure
+	for i, id := range append(append([]string{}, retried...), backingOff...) {
+		failed = append(failed, store.Failure{EventID: id, Class: "timeout", Message: "timeout", RetryAfter: time.Duration(i/2) * time.Hour})
+	}
+	r.settle(t, c, store.Outcome{Failed: failed})
+	if c := r.claim(t, 100); len(c.Events) != len(retried) {
+		t.Fatalf("claimed %v, want the retried %v", ids(c.Events), retried)
+	} else {
+		r.settle(t, c, store.Outcome{Published: retried})
+	}
 	unpublishedOld := group(4, "uo")
-	h.Backdate(t, 10*24*time.Hour, append(append(append([]string{}, publishedOld...), quarantinedOld...), unpublishedOld...)...)
+	var old []string
+	for _, g := range [][]string{publishedOld, quarantinedOld, unpublishedOld, discardedOld, retried, backingOff} {
+		old = append(old, g...)
+	}
+	h.Backdate(t, 10*24*time.Hour, old...)
 	h.Backdate(t, time.Hour, publishedNew...)
 
 	// Inbox rows: 7 older than the inbox retention, 2 younger.
@@ -251,8 +280,22 @@ func testCleanup(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Events != int64(len(publishedOld)) {
-		t.Errorf("deleted %d events, want %d", rep.Events, len(publishedOld))
+	if rep.Events != int64(len(publishedOld)+len(retried)) {
+		t.Errorf("deleted %d events, want %d", rep.Events, len(publishedOld)+len(retried))
+	}
+	// Failure records go with their event's publication or discard, past
+	// the retention; an unpublished event keeps its history (issue 21,
+	// defect 5: cleanup deleted the failures of quarantined events).
+	if want := int64(len(discardedOld) + len(retried)); rep.Failures != want {
+		t.Errorf("deleted %d failure records, want %d (those of the discarded and the published events)", rep.Failures, want)
+	}
+	for name, group := range map[string][]string{"quarantined-old": quarantinedOld, "backing-off-old": backingOff, "discarded-old": discardedOld} {
+		want := map[bool]int{true: 0, false: 1}[name == "discarded-old"]
+		for _, id := range group {
+			if d, err := h.Store.ShowEvent(ctx, id); err != nil || len(d.Failures) != want {
+				t.Errorf("%s event %s after cleanup: %d failure record(s) (%v), want %d", name, id, len(d.Failures), err, want)
+			}
+		}
 	}
 	if rep.Inbox != 7 {
 		t.Errorf("deleted %d inbox rows, want the 7 past the inbox retention", rep.Inbox)

@@ -30,7 +30,7 @@ type Harness struct {
 	Store *store.Store
 	// Backdate moves the given events' times d into the past: occurred_at,
 	// published_at, quarantined_at, locked_at, and next_attempt_at unless
-	// it is the dialect's "never".
+	// it is the dialect's "never"; and failed_at of their failure records.
 	Backdate func(t testing.TB, d time.Duration, eventIDs ...string)
 	// BackdateConsumed moves consumed_at of a consumer's inbox rows d into
 	// the past.
