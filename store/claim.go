@@ -11,6 +11,14 @@ import (
 // event of its aggregate (it did not fail itself).
 const ErrorClassHeld = "held"
 
+// ErrorClassReleased is the error_class of an event an operator's retry or
+// discard made ready again (the retried event, and the events held behind
+// it): no attempt of it failed. It is set, not NULL, because a change
+// stream's leader claims only rows handed over to the polling path
+// (error_class set, docs/design.md, section 9.2): the stream passed these
+// long ago, and with NULL nothing would claim them while it runs.
+const ErrorClassReleased = "released"
+
 // HeldMessage is the last_error of an event held behind the event behind.
 func HeldMessage(behind string) string {
 	return "held behind event " + behind + " of the same aggregate"

@@ -107,7 +107,7 @@ func (r EventRow) state() string {
 		return StateQuarantined
 	case r.ErrorClass == ErrorClassHeld:
 		return StateHeld
-	case r.ErrorClass != "":
+	case r.ErrorClass != "" && r.ErrorClass != ErrorClassReleased:
 		return StateBackingOff
 	}
 	return StatePending

@@ -171,7 +171,7 @@ func (Dialect) CountBehind(ctx context.Context, q store.Querier, k store.SeqKey,
 
 // ReleaseHeldBehind implements store.OperationsDialect.
 func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.SeqKey) error {
-	_, err := q.ExecContext(ctx, updateEvents+` SET next_attempt_at = UTC_TIMESTAMP(6), error_class = NULL, last_error = NULL
+	_, err := q.ExecContext(ctx, updateEvents+` SET next_attempt_at = UTC_TIMESTAMP(6), error_class = '`+store.ErrorClassReleased+`', last_error = NULL
 		WHERE `+heldBehindWhere, heldBehindArgs(k)...)
 	return err
 }
@@ -179,7 +179,7 @@ func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.S
 // Requeue implements store.OperationsDialect.
 func (Dialect) Requeue(ctx context.Context, q store.Querier, id string) error {
 	_, err := q.ExecContext(ctx, updateEvents+` SET quarantined_at = NULL, next_attempt_at = UTC_TIMESTAMP(6),
-		attempts = 0, error_class = NULL, last_error = NULL WHERE id = ?`, id)
+		attempts = 0, error_class = '`+store.ErrorClassReleased+`', last_error = NULL WHERE id = ?`, id)
 	return err
 }
 

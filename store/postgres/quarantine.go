@@ -176,7 +176,7 @@ func (Dialect) CountBehind(ctx context.Context, q store.Querier, k store.SeqKey,
 // ReleaseHeldBehind implements store.OperationsDialect.
 func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.SeqKey) error {
 	_, err := q.ExecContext(ctx, `UPDATE outbox_events
-		SET next_attempt_at = statement_timestamp(), error_class = NULL, last_error = NULL
+		SET next_attempt_at = statement_timestamp(), error_class = '`+store.ErrorClassReleased+`', last_error = NULL
 		WHERE `+heldBehindWhere, heldBehindArgs(k)...)
 	return err
 }
@@ -184,7 +184,7 @@ func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.S
 // Requeue implements store.OperationsDialect.
 func (Dialect) Requeue(ctx context.Context, q store.Querier, id string) error {
 	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET quarantined_at = NULL, next_attempt_at = statement_timestamp(),
-		attempts = 0, error_class = NULL, last_error = NULL WHERE id = $1`, id)
+		attempts = 0, error_class = '`+store.ErrorClassReleased+`', last_error = NULL WHERE id = $1`, id)
 	return err
 }
 
