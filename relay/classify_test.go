@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/store"
 )
 
 // TestClassify: the class and fatality the relay records for the errors
@@ -83,5 +86,37 @@ func TestRoute(t *testing.T) {
 		if got, ok := route(topics, tt.def, tt.typ); got != tt.want || ok != tt.ok {
 			t.Errorf("route(%q, default %q) = %q, %v; want %q, %v", tt.typ, tt.def, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestRecordOfAStoredRow: an event with a Defect is an encoding failure
+// (fatal, class encode) whatever its route, and a stored header in
+// herald's prefix never reaches the record.
+func TestRecordOfAStoredRow(t *testing.T) {
+	p := &Publisher{route: func(string) (string, bool) { return "orders", true }}
+	e := store.Event{ID: "0190f1c2-7d3e-7a41-8c55-9a0b1c2d3e4f", AggregateType: "order", AggregateID: "1", AggregateSeq: 3,
+		EventType: "order.created", SchemaVersion: 1, Payload: []byte(`{}`),
+		Headers: map[string]string{envelope.HeaderEventID: "fake", "HERALD-AGGREGATE-SEQ": "9", "tenant": "acme"}}
+	rec, _, err := p.record(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, h := range rec.Headers {
+		got[strings.ToLower(h.Key)] = append(got[strings.ToLower(h.Key)], string(h.Value))
+	}
+	if fmt.Sprint(got[envelope.HeaderEventID]) != "["+e.ID+"]" || fmt.Sprint(got[envelope.HeaderAggregateSeq]) != "[3]" ||
+		fmt.Sprint(got["tenant"]) != "[acme]" {
+		t.Errorf("headers %v: want herald's once each and tenant", got)
+	}
+	if names := reservedHeaders(e); fmt.Sprint(names) != "[HERALD-AGGREGATE-SEQ herald-event-id]" {
+		t.Errorf("reserved headers %v", names)
+	}
+
+	e.Defect = &store.RowDefect{Column: "headers", Problem: "is not a JSON object of strings but a JSON array", Stored: "[]"}
+	p.route = func(string) (string, bool) { return "", false }
+	_, _, err = p.record(e)
+	if class, fatal := classify(err); class != kafka.ClassEncode || !fatal || !strings.Contains(err.Error(), "column headers") {
+		t.Errorf("record of a defective row: %v (class %s, fatal %v); want a fatal encode error naming the column", err, class, fatal)
 	}
 }
