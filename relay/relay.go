@@ -123,28 +123,71 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		}
 		claimed, err := r.runOnce(ctx)
-		var wait time.Duration
-		switch {
-		case err != nil && ctx.Err() != nil:
-			continue
-		case err != nil:
-			r.errorStreak++
-			wait = backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
-			if !isConfigurationFailure(err) { // configFailed logs those, once per interval
-				r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
+		// While it waits the relay takes its turns; a failed turn is a
+		// failed iteration.
+		for wait := r.afterIteration(ctx, claimed, err); wait > 0; {
+			err := r.pause(ctx, wait)
+			if err == nil {
+				break
 			}
-		case claimed == 0:
-			// Nothing was ready: look again after the poll interval. A claim
-			// that found anything is followed by the next at once.
-			r.errorStreak = 0
-			wait = r.cfg.PollInterval
-		default:
-			r.errorStreak = 0
+			wait = r.afterIteration(ctx, 0, err)
 		}
-		if wait > 0 {
+	}
+}
+
+// afterIteration keeps the loop's error streak and logs a failed
+// iteration, and returns how long to wait before the next one.
+func (r *Relay) afterIteration(ctx context.Context, claimed int, err error) time.Duration {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return 0
+	case err != nil:
+		r.errorStreak++
+		wait := backoff.Delay(int(r.errorStreak), r.cfg.PollInterval, 10*time.Second, rand.Float64())
+		if !isConfigurationFailure(err) { // configFailed logs those, once per interval
+			r.log.Error("relay iteration failed", "error", err, "retry_in", wait.String())
+		}
+		return wait
+	case claimed == 0:
+		// Nothing was ready: look again after the poll interval. A claim
+		// that found anything is followed by the next at once.
+		r.errorStreak = 0
+		return r.cfg.PollInterval
+	}
+	r.errorStreak = 0
+	return 0
+}
+
+// pause waits d, taking the relay's turns at the bucket table when they
+// fall due meanwhile: a relay backing off after failed iterations (Kafka
+// refusing its credentials, the database away) is alive, so it keeps its
+// buckets and its stream lease however long it waits. Only a relay that
+// died, or hangs inside an iteration (bounded by the lease: publishing
+// ends at the buckets' earliest expiry), lets its leases expire. A turn
+// that fails ends the wait with its error.
+func (r *Relay) pause(ctx context.Context, d time.Duration) error {
+	end := time.Now().Add(d)
+	for {
+		left := time.Until(end)
+		if left <= 0 || ctx.Err() != nil {
+			return nil
+		}
+		step := left
+		if !r.lastTurn.IsZero() {
+			step = min(step, time.Until(r.lastTurn.Add(r.turnEvery())))
+		}
+		if step > 0 {
+			t := time.NewTimer(step)
 			select {
 			case <-ctx.Done():
-			case <-time.After(wait):
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+		if r.turnDue() {
+			if err := r.turn(ctx); err != nil {
+				return err
 			}
 		}
 	}
@@ -160,7 +203,7 @@ const turnInterval = time.Second
 // shorter. The relay claims only between turns, so a bucket it gives up has
 // no event in flight.
 func (r *Relay) turn(ctx context.Context) error {
-	if !r.lastTurn.IsZero() && time.Since(r.lastTurn) < min(turnInterval, r.cfg.Lease/3) {
+	if !r.turnDue() {
 		return nil
 	}
 	// A bucket is given up only with nothing of it in flight; and the
@@ -192,6 +235,15 @@ func (r *Relay) turn(ctx context.Context) error {
 			"buckets", rb.TakenOver)
 	}
 	return nil
+}
+
+// turnEvery is the interval between turns: turnInterval, or a third of
+// the lease when that is shorter.
+func (r *Relay) turnEvery() time.Duration { return min(turnInterval, r.cfg.Lease/3) }
+
+// turnDue says whether the relay should take its turn now.
+func (r *Relay) turnDue() bool {
+	return r.lastTurn.IsZero() || time.Since(r.lastTurn) >= r.turnEvery()
 }
 
 // leave frees the relay's buckets for the others once it stopped.

@@ -220,7 +220,7 @@ func (r *Relay) streamBatch(ctx context.Context) (int, error) {
 	s := r.streamer
 	var events []store.Event
 	position := ""
-	wait := time.NewTimer(min(turnInterval, r.cfg.Lease/3))
+	wait := time.NewTimer(r.turnEvery())
 	defer wait.Stop()
 	select {
 	case tx := <-s.txs:
