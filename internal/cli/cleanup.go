@@ -54,8 +54,6 @@ A relay runs the same task in the background with --cleanup-retention.`,
 	f.DurationVar(&req.InboxRetention, "inbox-retention", 0, "also delete consumed_events older than this (0: keep); must exceed --retention")
 	f.IntVar(&req.BatchSize, "batch-size", relay.CleanupBatchSizeDefault, "rows per DELETE")
 	f.DurationVar(&req.Pause, "pause", relay.CleanupPauseDefault, "wait between batches")
-	env["retention"] = "HERALD_RETENTION"
-	env["inbox-retention"] = "HERALD_INBOX_RETENTION"
 	env.bind(cmd)
 	return cmd
 }

@@ -68,5 +68,6 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newMigrateCommand(), newTopicsCommand(), newRelayCommand(),
 		newQuarantineCommand(), newCleanupCommand(), newStatusCommand(), newReplayCommand(), newDrillCommand(), newDemoCommand())
+	bindEnvironment(root)
 	return root
 }

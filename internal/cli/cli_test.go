@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -36,4 +37,28 @@ func TestMainExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runMain runs Main(args) in-process, as cmd/herald does, and returns its
+// exit code and what it wrote to stdout and stderr.
+func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	outFile, err := os.Create(dir + "/stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errFile, err := os.Create(dir + "/stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedOut, savedErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outFile, errFile
+	code = Main(args)
+	os.Stdout, os.Stderr = savedOut, savedErr
+	outFile.Close()
+	errFile.Close()
+	out, _ := os.ReadFile(outFile.Name())
+	errOut, _ := os.ReadFile(errFile.Name())
+	return code, string(out), string(errOut)
 }

@@ -21,15 +21,6 @@ import (
 	"github.com/herald-outbox/herald/migrations"
 )
 
-// envFlags collects a command's flag -> environment variable bindings.
-type envFlags map[string]string
-
-// bind registers the bindings on cmd: help text now, values before RunE.
-func (e envFlags) bind(cmd *cobra.Command) {
-	envHelp(cmd, e)
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd, e) }
-}
-
 // dbFlags is the database flag, --database-url (alias --mysql-dsn; see
 // database.go), and the connection options kept out of it (TLS to MySQL, a
 // password kept out of the address) shared by every command that talks to

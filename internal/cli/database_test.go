@@ -50,8 +50,11 @@ func TestDatabaseFlag(t *testing.T) {
 			env := envFlags{}
 			db.register(cmd, env)
 			env.bind(cmd)
-			cmd.SetArgs(tt.args)
-			if err := cmd.Execute(); err != nil {
+			root := &cobra.Command{Use: "herald"}
+			root.AddCommand(cmd)
+			bindEnvironment(root)
+			root.SetArgs(append([]string{"x"}, tt.args...))
+			if err := root.Execute(); err != nil {
 				t.Fatal(err)
 			}
 			got, err := db.url()

@@ -73,7 +73,6 @@ three.`,
 	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory of the herald, orders, inventory and warehouse binaries (default: herald's own directory)")
 	f.StringVar(&cfg.RunDir, "run-dir", "", "directory for the processes' logs (default a new herald-demo-* directory under $TMPDIR)")
 	f.StringVar(&cfg.DBPrefix, "db-prefix", drill.DemoDBPrefixDefault, "prefix of the demo's database and topic names")
-	env["duration"] = "DEMO_DURATION"
 	env.bind(cmd)
 	return cmd
 }

@@ -142,12 +142,6 @@ stop or start as $1), or those drills are skipped.`,
 	f.StringVar(&cfg.RestartMySQL, "restart-mysql-cmd", "", "shell command that stops ($1=stop) or starts ($1=start) the database server (default: STACK_DIR/node.sh for a local server)")
 	f.StringVar(&cfg.StackDir, "stack-dir", "", "directory of the local stack's node.sh (default BIN_DIR/../stack)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the databases and topics of drills that passed (failed drills' are always kept)")
-	for flag, name := range map[string]string{
-		"db-prefix":         "HERALD_DRILL_DB_PREFIX",
-		"restart-kafka-cmd": "HERALD_DRILL_RESTART_KAFKA_CMD", "restart-mysql-cmd": "HERALD_DRILL_RESTART_MYSQL_CMD",
-	} {
-		env[flag] = name
-	}
 	env.bind(cmd)
 	return cmd
 }

@@ -255,7 +255,6 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required for discard; kept in outbox_audit)")
 	cmd.Flags().StringVar(&actor, "actor", defaultActor(), "who is acting, for the audit trail")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change; write nothing")
-	env["actor"] = "HERALD_ACTOR"
 	env.bind(cmd)
 	return cmd
 }

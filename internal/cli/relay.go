@@ -78,7 +78,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			// Every problem of the command line is reported at once.
-			problems := refuseZero(cmd, env, relayNoZeroFlags)
+			problems := refuseZero(cmd, relayNoZeroFlags)
 			kafkaOpts, err := kf.options()
 			if err != nil {
 				problems = append(problems, err.Error())
@@ -104,7 +104,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			if url, err := db.url(); err == nil && source == sourceBinlog && database.IsPostgres(url) {
 				problems = append(problems, "--source binlog: streams the MariaDB/MySQL binlog; PostgreSQL has no change-stream source, use --source poll")
 			}
-			if _, fromEnv := os.LookupEnv(env["linger"]); source == sourceBinlog && !cmd.Flags().Changed("linger") && !fromEnv {
+			if source == sourceBinlog && !cmd.Flags().Changed("linger") {
 				// A stream publishes as events commit: waiting for company
 				// only adds latency.
 				linger = -1
@@ -191,20 +191,6 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.DurationVar(&svc.Cleaner.InboxRetention, "cleanup-inbox-retention", 0, "background cleanup also prunes consumed_events older than this (must exceed --cleanup-retention)")
 	f.DurationVar(&svc.BacklogInterval, "backlog-interval", metrics.BacklogIntervalDefault, "how often the backlog gauges are read from the database")
 	f.DurationVar(&svc.Cleaner.Interval, "cleanup-interval", relay.CleanupIntervalDefault, "wait between background cleanup passes")
-	for flag, name := range map[string]string{
-		"relay-id": "HERALD_RELAY_ID", "batch-size": "HERALD_BATCH_SIZE", "lease": "HERALD_LEASE",
-		"poll-interval": "HERALD_POLL_INTERVAL", "max-attempts": "HERALD_MAX_ATTEMPTS",
-		"backoff-base": "HERALD_BACKOFF_BASE", "backoff-cap": "HERALD_BACKOFF_CAP",
-		"order-policy": "HERALD_ORDER_POLICY", "topic": "HERALD_TOPICS", "default-topic": "HERALD_DEFAULT_TOPIC",
-		"compression": "HERALD_COMPRESSION", "linger": "HERALD_LINGER", "metrics-addr": "HERALD_METRICS_ADDR",
-		"source":           "HERALD_SOURCE",
-		"max-record-bytes": "HERALD_MAX_RECORD_BYTES",
-		"shutdown-timeout": "HERALD_SHUTDOWN_TIMEOUT", "migrate": "HERALD_MIGRATE",
-		"cleanup-retention": "HERALD_CLEANUP_RETENTION", "cleanup-inbox-retention": "HERALD_CLEANUP_INBOX_RETENTION",
-		"cleanup-interval": "HERALD_CLEANUP_INTERVAL", "backlog-interval": "HERALD_BACKLOG_INTERVAL",
-	} {
-		env[flag] = name
-	}
 	env.bind(cmd)
 	return cmd
 }
@@ -233,7 +219,7 @@ func parseTopicRoutes(entries []string) (map[string]string, error) {
 // environment variable when it, not the command line, gave the value. The
 // flags' defaults are never 0, so such a value was meant, and the library
 // would read it as "use the default".
-func refuseZero(cmd *cobra.Command, env envFlags, names []string) []string {
+func refuseZero(cmd *cobra.Command, names []string) []string {
 	var problems []string
 	for _, name := range names {
 		f := cmd.Flags().Lookup(name)
@@ -241,10 +227,7 @@ func refuseZero(cmd *cobra.Command, env envFlags, names []string) []string {
 		if v != "0" && v != "0s" && v != "" {
 			continue
 		}
-		who := "--" + name
-		if e, ok := env[name]; ok && !f.Changed {
-			who = e + " (for --" + name + ")"
-		}
+		who := flagSource(cmd, name)
 		if v == "" {
 			v = "empty"
 		}
