@@ -29,6 +29,7 @@ func TestMainExitCodes(t *testing.T) {
 		{"version", []string{"version"}, 0},
 		{"unknown flag is a usage error", []string{"version", "--no-such-flag"}, exitUsage},
 		{"unknown command is a usage error", []string{"no-such-command"}, exitUsage},
+		{"no command is a usage error", nil, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

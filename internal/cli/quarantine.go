@@ -182,6 +182,7 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   action + " [EVENT_ID...]",
 		Short: short,
+		Args:  cobra.ArbitraryArgs, // none with a filter, one or more without: checked below
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if len(ids) > 0 && sel.any() {
 				return usageError{fmt.Errorf("give event ids or filter flags, not both")}
