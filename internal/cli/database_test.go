@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 
+	driver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/internal/testenv"
 )
 
 // TestDatabaseFlag: --database-url and its alias --mysql-dsn (and their
@@ -72,5 +75,97 @@ func TestDatabaseFlag(t *testing.T) {
 				t.Errorf("chose %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// dbCommandArgs are the arguments that take each command using the
+// database past its other checks, to the database's address.
+var dbCommandArgs = map[string][]string{
+	"herald migrate up": nil, "herald migrate status": nil, "herald relay": nil, "herald cleanup": nil,
+	"herald status": nil, "herald quarantine list": nil,
+	"herald quarantine show":    {"0190d7a2-0000-7000-8000-000000000000"},
+	"herald quarantine retry":   {"0190d7a2-0000-7000-8000-000000000000"},
+	"herald quarantine discard": {"0190d7a2-0000-7000-8000-000000000000", "--reason=test"},
+	"herald replay":             {"--from=1h", "--checkpoint=c"},
+	"herald drill":              nil,
+	"herald demo":               nil,
+}
+
+// TestDatabaseAddressRefusedUpFront: every command that takes
+// --database-url (walked, so a new one is covered) refuses, with exit 2
+// before connecting, an address naming no database (MySQL or PostgreSQL)
+// and an empty one, given as the flag or its variable. Before, migrate
+// status exited 0 with "version 0", migrate up failed with "No database
+// selected", PostgreSQL used the user's database and an empty address the
+// local default.
+func TestDatabaseAddressRefusedUpFront(t *testing.T) {
+	clearHeraldEnv(t)
+	t.Setenv("PGDATABASE", "")
+	t.Setenv("HERALD_KAFKA_BROKERS", "127.0.0.1:1") // a case that got through meets no broker
+	var paths []string
+	walk(newRootCommand(), func(cmd *cobra.Command) {
+		if cmd.Flags().Lookup("database-url") != nil {
+			paths = append(paths, cmd.CommandPath())
+		}
+	})
+	if len(paths) != len(dbCommandArgs) {
+		t.Errorf("commands with --database-url: %v; dbCommandArgs names %d (add the new one)", paths, len(dbCommandArgs))
+	}
+	bad := []struct {
+		name string
+		flag []string
+		env  []string
+		want string
+	}{
+		{"mysql dsn without a database", []string{"--database-url=herald:herald@tcp(127.0.0.1:3306)/"}, nil, "--database-url: mysql dsn names no database"},
+		{"mysql url without a database", []string{"--mysql-dsn=mysql://herald:herald@127.0.0.1:3306/"}, nil, "--mysql-dsn: mysql dsn names no database"},
+		{"postgres url without a database", []string{"--database-url=postgres://herald:herald@127.0.0.1:5432?sslmode=disable"}, nil,
+			"--database-url: postgres url names no database"},
+		{"empty --database-url", []string{"--database-url="}, nil, "--database-url: empty"},
+		{"empty HERALD_DATABASE_URL", nil, []string{"HERALD_DATABASE_URL", ""}, "--database-url: empty"},
+		{"empty --mysql-dsn", []string{"--mysql-dsn="}, nil, "--mysql-dsn: empty"},
+	}
+	for _, path := range paths {
+		for _, tt := range bad {
+			t.Run(path+"/"+tt.name, func(t *testing.T) {
+				if tt.env != nil {
+					t.Setenv(tt.env[0], tt.env[1])
+				}
+				args := append(append(strings.Fields(path)[1:], dbCommandArgs[path]...), tt.flag...)
+				code, stdout, stderr := runMain(t, args...)
+				if code != exitUsage || !strings.Contains(stderr, tt.want) {
+					t.Errorf("herald %q: exit %d, want %d saying %q\nstdout: %s\nstderr: %s", args, code, exitUsage, tt.want, stdout, stderr)
+				}
+			})
+		}
+	}
+}
+
+// TestMySQLURL: a mysql:// URL names a MySQL/MariaDB database like the
+// driver's DSN: migrate up and status work with it. Before it failed
+// with "default addr for network ... unknown".
+func TestMySQLURL(t *testing.T) {
+	clearHeraldEnv(t)
+	d := testenv.NewDatabase(t)
+	cfg, err := driver.ParseDSN(d.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "up"}, "applied migration 1\n"},
+		{[]string{"migrate", "status"}, "database version"},
+	} {
+		args := c.args
+		out, code := run(t, append(args, "--database-url="+u.String())...)
+		if code != 0 || !strings.Contains(out, c.want) || strings.Contains(out, "database version 0") {
+			t.Errorf("herald %v --database-url %s: exit %d\n%s", args, u.Redacted(), code, out)
+		}
+	}
+	if n := d.Count(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'outbox_events'"); n != 1 {
+		t.Errorf("migrate up through the mysql:// URL made no outbox_events in %s", d.Name)
 	}
 }

@@ -1,13 +1,17 @@
 // Package database turns a database address into a connection pool and
 // its herald dialect, in one place for every command of the herald binary
-// and for the examples: a postgres:// or postgresql:// URL is PostgreSQL,
-// anything else a MySQL/MariaDB DSN.
+// and for the examples: a postgres:// or postgresql:// URL is PostgreSQL, a
+// mysql:// (or mariadb://) URL is MySQL/MariaDB written as a URL, anything
+// else a MySQL/MariaDB DSN in the driver's form. Every address must name
+// its database: herald's tables live in one.
 package database
 
 import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -41,25 +45,55 @@ func Dialect(dsn string) store.Dialect {
 // sslcert, sslkey), which a TLS option set with it would contradict.
 type ConnOptions = mysql.ConnOptions
 
-// Check parses dsn and checks o without connecting, reading o's files. Its
-// errors never echo a password; an invalid option is a *config.Error
-// naming the ConnOptions field.
+// Check parses dsn and checks o without connecting, reading o's files: an
+// address that names no database is refused (PostgreSQL would silently
+// use the user's name, MySQL would fail at the first query with "No
+// database selected"). Its errors never echo a password; an invalid option
+// is a *config.Error naming the ConnOptions field.
 func Check(dsn string, o ConnOptions) error {
+	_, err := check(dsn, o)
+	return err
+}
+
+// check is Check, returning dsn in its driver's form (see Normalize).
+func check(dsn string, o ConnOptions) (string, error) {
+	dsn, err := Normalize(dsn)
+	if err != nil {
+		return "", err
+	}
 	if IsPostgres(dsn) {
 		pg, err := postgresOptions(o)
 		if err != nil {
-			return err
+			return "", err
 		}
-		_, err = pg.Config(dsn)
-		return err
+		cfg, err := pg.Config(dsn)
+		if err != nil {
+			return "", err
+		}
+		if cfg.Database == "" {
+			return "", errors.New("postgres url names no database, so PostgreSQL would use the user's name: " +
+				"add it after the host, e.g. postgres://user@host:5432/herald")
+		}
+		return dsn, nil
 	}
-	_, err := o.Config(dsn)
-	return err
+	cfg, err := o.Config(dsn)
+	if err != nil {
+		return "", err
+	}
+	if cfg.DBName == "" {
+		return "", errors.New(`mysql dsn names no database: add it after the "/", e.g. user@tcp(host:3306)/herald`)
+	}
+	return dsn, nil
 }
 
 // Open connects to dsn's database the dialect's way (mysql.OpenWith,
 // postgres.OpenWith) with o applied, and returns the pool and the dialect.
+// It refuses what Check refuses, before connecting.
 func Open(ctx context.Context, dsn string, o ConnOptions) (*sql.DB, store.Dialect, error) {
+	dsn, err := check(dsn, o)
+	if err != nil {
+		return nil, nil, err
+	}
 	if IsPostgres(dsn) {
 		pg, err := postgresOptions(o)
 		if err != nil {
@@ -70,6 +104,55 @@ func Open(ctx context.Context, dsn string, o ConnOptions) (*sql.DB, store.Dialec
 	}
 	db, err := mysql.OpenWith(ctx, dsn, o)
 	return db, mysql.Dialect{}, err
+}
+
+// Normalize returns dsn in the form its driver takes: a mysql:// or
+// mariadb:// URL (mysql://user:password@host:port/database?param=value,
+// port 3306 by default, user and password percent-encoded as in any URL)
+// becomes go-sql-driver's DSN (user:password@tcp(host:port)/database?param=value);
+// any other address is returned as it is. Its errors never echo the
+// password.
+func Normalize(dsn string) (string, error) {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok || !strings.EqualFold(scheme, "mysql") && !strings.EqualFold(scheme, "mariadb") {
+		return dsn, nil
+	}
+	const form = "write mysql://user:password@host:3306/database, or the driver's user:password@tcp(host:3306)/database"
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("mysql url cannot be parsed (%s)", form)
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("mysql url names no host (%s; a unix socket: user:password@unix(/path/to/socket)/database)", form)
+	}
+	if _, err := strconv.ParseUint(u.Port(), 10, 16); u.Port() != "" && err != nil {
+		return "", fmt.Errorf("mysql url: port %q is not a number (%s)", u.Port(), form)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if strings.Contains(name, "/") || u.Fragment != "" {
+		return "", fmt.Errorf("mysql url: the path must be the database's name alone (%s)", form)
+	}
+	cfg := driver.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" {
+		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	cfg.DBName = name
+	out := cfg.FormatDSN()
+	if u.RawQuery != "" {
+		sep := "?"
+		if strings.Contains(out, "?") {
+			sep = "&"
+		}
+		out += sep + u.RawQuery
+	}
+	if _, err := driver.ParseDSN(out); err != nil {
+		return "", fmt.Errorf("mysql url: %w", err) // the driver's message never echoes the password
+	}
+	return out, nil
 }
 
 // postgresOptions are o's settings that apply to PostgreSQL; each TLS
@@ -106,6 +189,9 @@ func TLSMode(dsn string, o ConnOptions) string {
 func Address(dsn string) string {
 	if IsPostgres(dsn) {
 		return postgres.Address(dsn)
+	}
+	if normalized, err := Normalize(dsn); err == nil {
+		dsn = normalized
 	}
 	return mysql.Address(dsn)
 }

@@ -1,9 +1,12 @@
 package database_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -104,5 +107,97 @@ func TestConnOptionsPerDatabase(t *testing.T) {
 		if got := database.TLSMode(tc.dsn, tc.opts); got != tc.want {
 			t.Errorf("TLSMode(%s, %+v) = %q, want %q", tc.dsn, tc.opts, got, tc.want)
 		}
+	}
+}
+
+// TestAddressMustNameADatabase: an address naming no database is refused
+// by Check and by Open before connecting, on both databases (a MySQL DSN
+// ending in "/" made migrate status report version 0 and migrate up fail
+// with "No database selected"; a PostgreSQL URL without one silently used
+// the user's name). The refusal says what to write.
+func TestAddressMustNameADatabase(t *testing.T) {
+	tests := []struct {
+		name, dsn string
+		want      string // "" for accepted
+	}{
+		{"mysql with a database", "u:pw@tcp(127.0.0.1:1)/app", ""},
+		{"mysql ending in /", "u:pw@tcp(127.0.0.1:1)/", "names no database"},
+		{"mysql with parameters only", "u:pw@tcp(127.0.0.1:1)/?parseTime=true", "names no database"},
+		{"mysql url without a path", "mysql://u:pw@127.0.0.1:1", "names no database"},
+		{"postgres with a database", "postgres://u:pw@127.0.0.1:1/app", ""},
+		{"postgres with dbname", "postgres://u:pw@127.0.0.1:1/?dbname=app", ""},
+		{"postgres without a path", "postgres://u:pw@127.0.0.1:1", "names no database"},
+		{"postgres ending in /", "postgresql://u:pw@127.0.0.1:1/?sslmode=disable", "names no database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PGDATABASE", "") // pgx would take the database from it
+			err := database.Check(tt.dsn, database.ConnOptions{})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Check: %v", err)
+			case tt.want == "":
+				return
+			case err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "/herald"):
+				t.Fatalf("Check: %v, want an error saying %q and how to name one", err, tt.want)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if db, _, err := database.Open(ctx, tt.dsn, database.ConnOptions{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+				if db != nil {
+					db.Close()
+				}
+				t.Errorf("Open: %v, want %q before connecting", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "pw") {
+				t.Errorf("the error shows the password: %v", err)
+			}
+		})
+	}
+}
+
+// TestNormalize: a mysql:// (or mariadb://) URL becomes the driver's DSN,
+// its user and password percent-decoded, port 3306 by default, parameters
+// kept; what cannot be converted is refused saying what to write, never
+// echoing the password; every other address is left as it is.
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		name, in, want, wantErr string
+	}{
+		{"url", "mysql://app:secret@db.internal:3307/app?tls=true", "app:secret@tcp(db.internal:3307)/app?tls=true", ""},
+		{"default port", "mysql://app:secret@db/app", "app:secret@tcp(db:3306)/app", ""},
+		{"mariadb scheme, any case", "MariaDB://app@db/app", "app@tcp(db:3306)/app", ""},
+		{"encoded password", "mysql://app:p%40ss%2Fw:rd@db/app", "app:p@ss/w:rd@tcp(db:3306)/app", ""},
+		{"ipv6 host", "mysql://app@[::1]:3306/app", "app@tcp([::1]:3306)/app", ""},
+		{"driver dsn untouched", "app:secret@tcp(db:3306)/app", "app:secret@tcp(db:3306)/app", ""},
+		{"postgres url untouched", "postgres://app@db/app", "postgres://app@db/app", ""},
+		{"no host", "mysql://app:secret@/app", "", "names no host"},
+		{"bad port", "mysql://app:secret@db:port/app", "", "mysql://user:password@host:3306/database"},
+		{"path beyond the database", "mysql://app:secret@db/app/more", "", "the database's name alone"},
+		{"unknown parameter value", "mysql://app:secret@db/app?parseTime=maybe", "", "mysql url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := database.Normalize(tt.in)
+			switch {
+			case tt.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Normalize(%q) = %q, %v; want an error saying %q", tt.in, got, err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "secret") {
+					t.Errorf("the error shows the password: %v", err)
+				}
+			case err != nil:
+				t.Fatalf("Normalize(%q): %v", tt.in, err)
+			case got != tt.want:
+				t.Errorf("Normalize(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	if got := database.Dialect("mysql://app@db/app").Name(); got != "mysql" {
+		t.Errorf("Dialect of a mysql:// URL: %s", got)
+	}
+	if got := database.Address("mysql://app:secret@db/app"); got != "tcp(db:3306)/app" {
+		t.Errorf("Address of a mysql:// URL: %q", got)
 	}
 }
