@@ -64,6 +64,14 @@ func ConfigurationClasses() []string {
 	return slices.Clone(configurationClasses)
 }
 
+// Classes returns every class a failed publication is recorded with (the
+// Class* constants), for callers that check a class they are given, as
+// herald quarantine --class does.
+func Classes() []string {
+	return []string{ClassTimeout, ClassBrokerUnavailable, ClassTooLarge, ClassAuthentication, ClassAuthorization,
+		ClassTLS, ClassUnknownTopic, ClassInvalidRecord, ClassEncode, ClassNoRoute, ClassConfiguration, ClassUnknown}
+}
+
 // Classify names the class of a produce error and says whether it is fatal
 // for the record.
 func Classify(err error) (class string, fatal bool) {

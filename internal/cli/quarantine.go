@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -47,7 +49,7 @@ func (f *quarantineFilterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.aggregateType, "aggregate-type", "", "only this aggregate type")
 	fl.StringVar(&f.aggregateID, "aggregate-id", "", "only this aggregate id")
 	fl.StringVar(&f.eventType, "event-type", "", "only this event type")
-	fl.StringVar(&f.class, "class", "", "only this error class (too_large, encode, no_route, timeout, ...)")
+	fl.StringVar(&f.class, "class", "", "only this error class: "+strings.Join(kafka.Classes(), ", "))
 	fl.StringVar(&f.since, "since", "", "quarantined at or after (RFC 3339, or a duration ago like 2h)")
 	fl.StringVar(&f.until, "until", "", "quarantined before (RFC 3339, or a duration ago)")
 	fl.IntVar(&f.limit, "limit", 100, "at most this many events")
@@ -68,6 +70,12 @@ func (f *quarantineFilterFlags) filter(now time.Time) (store.QuarantineFilter, e
 	}
 	if f.limit < 1 {
 		return store.QuarantineFilter{}, usageError{fmt.Errorf("--limit: must be at least 1, got %d", f.limit)}
+	}
+	if f.class != "" && !slices.Contains(kafka.Classes(), f.class) {
+		// A filter that matches nothing would report "0 of 0 changed" as
+		// if nothing were quarantined.
+		return store.QuarantineFilter{}, usageError{fmt.Errorf("--class: unknown error class %q; the classes are %s",
+			f.class, strings.Join(kafka.Classes(), ", "))}
 	}
 	return store.QuarantineFilter{AggregateType: f.aggregateType, AggregateID: f.aggregateID,
 		EventType: f.eventType, ErrorClass: f.class, Since: since, Until: until, Limit: f.limit}, nil
