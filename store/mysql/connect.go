@@ -224,8 +224,9 @@ func pathError(file string, err error) string {
 }
 
 // OpenWith connects like Open, with o applied (see ConnOptions.Config).
-// A server that refuses an unencrypted connection's login gets a hint in
-// the error: the account may require TLS.
+// When the server refuses an unencrypted connection's login and the same
+// login succeeds over TLS, the error says the account requires TLS
+// (requiresTLS); a wrong password gets no such hint.
 func OpenWith(ctx context.Context, dsn string, o ConnOptions) (*sql.DB, error) {
 	cfg, err := o.Config(dsn)
 	if err != nil {
@@ -243,11 +244,45 @@ func OpenWith(ctx context.Context, dsn string, o ConnOptions) (*sql.DB, error) {
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
 		var me *driver.MySQLError
-		if cfg.TLS == nil && cfg.TLSConfig == "" && errors.As(err, &me) && me.Number == 1045 {
-			return nil, fmt.Errorf("connect to mysql at %s: %w (the connection was not encrypted: "+
-				"an account created REQUIRE SSL or REQUIRE X509 is refused without TLS)", Address(dsn), err)
+		if errors.As(err, &me) && me.Number == errAccessDenied && requiresTLS(ctx, cfg) {
+			return nil, fmt.Errorf("connect to mysql at %s: %w (the connection was not encrypted, and the account "+
+				"logs in over TLS: it requires TLS (REQUIRE SSL); connect with TLS)", Address(dsn), err)
 		}
 		return nil, fmt.Errorf("connect to mysql at %s: %w", Address(dsn), err)
 	}
 	return db, nil
+}
+
+// errAccessDenied is ER_ACCESS_DENIED_ERROR: the server refused the login.
+const errAccessDenied = 1045
+
+// requiresTLS says whether the login cfg describes, refused without TLS,
+// succeeds over TLS: the server answers an account created REQUIRE SSL
+// exactly as it answers a wrong password (1045), so only a second attempt
+// tells them apart. It tries only after an unencrypted attempt, and only
+// once. The server's certificate is not checked: the attempt proves only
+// that the account logs in over TLS, and reveals nothing the unencrypted
+// attempt did not (with caching_sha2_password that one already accepted
+// an unchecked RSA key from the server for the password). A server that
+// counts failed logins (FAILED_LOGIN_ATTEMPTS) sees a wrong password
+// twice.
+func requiresTLS(ctx context.Context, cfg *driver.Config) bool {
+	if cfg.TLS != nil || cfg.TLSConfig != "" && cfg.TLSConfig != "false" {
+		return false
+	}
+	probe := cfg.Clone()
+	probe.TLSConfig = ""
+	probe.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
+	connector, err := driver.NewConnector(probe)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := connector.Connect(ctx)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }

@@ -31,7 +31,10 @@ func tlsDSN(t *testing.T, user string, d *testenv.Database) string {
 // REQUIRE SSL user with the CA (identity checked) and its password from a
 // file, the REQUIRE X509 user with a client certificate; the session is
 // encrypted. The REQUIRE SSL user without TLS is refused with a message
-// that says why, and none of the refusals shows the password.
+// that says why; a wrong password, for an account that needs no TLS or for
+// one that does, gets no such hint (it did before: every refused
+// unencrypted login was told TLS might be why); none of the refusals shows
+// the password.
 func TestOpenWithTLS(t *testing.T) {
 	testenv.StackMySQLTLS(t, "herald") // the stack has its TLS users
 	d := testenv.NewDatabase(t)
@@ -42,6 +45,9 @@ func TestOpenWithTLS(t *testing.T) {
 	otherCA := testenv.NewCA(t, "another CA")
 	tlsUser := tlsDSN(t, testenv.StackMySQLTLSUser, d)
 	x509User := tlsDSN(t, testenv.StackMySQLX509User, d)
+	plainUser := tlsDSN(t, "herald", d)
+	canary := testenv.Canary(t)
+	wrongPW := testenv.WriteSecret(t, "wrong-password", canary)
 
 	ok := []struct {
 		name string
@@ -81,20 +87,26 @@ func TestOpenWithTLS(t *testing.T) {
 		})
 	}
 
+	noHint := []string{"TLS", "REQUIRE", "encrypted"}
 	refused := []struct {
-		name string
-		dsn  string
-		opts mysql.ConnOptions
-		want []string
+		name    string
+		dsn     string
+		opts    mysql.ConnOptions
+		want    []string
+		notWant []string
 	}{
 		{"REQUIRE SSL user without TLS", tlsUser, mysql.ConnOptions{PasswordFile: pwFile},
-			[]string{"Access denied", "not encrypted", "REQUIRE SSL"}},
+			[]string{"Access denied", "not encrypted", "REQUIRE SSL"}, nil},
+		{"wrong password for a user that needs no TLS", plainUser, mysql.ConnOptions{PasswordFile: wrongPW},
+			[]string{"Access denied"}, noHint},
+		{"wrong password for the REQUIRE SSL user without TLS", tlsUser, mysql.ConnOptions{PasswordFile: wrongPW},
+			[]string{"Access denied"}, noHint},
 		{"REQUIRE X509 user without a client certificate", x509User, mysql.ConnOptions{TLSCAFile: ca, PasswordFile: x509PW},
-			[]string{"Access denied"}},
+			[]string{"Access denied"}, nil},
 		{"server certificate from another CA", tlsUser, mysql.ConnOptions{TLSCAFile: otherCA.File, PasswordFile: pwFile},
-			[]string{"certificate signed by unknown authority"}},
+			[]string{"certificate signed by unknown authority"}, nil},
 		{"server name the certificate does not carry", tlsUser,
-			mysql.ConnOptions{TLSCAFile: ca, TLSServerName: "db.example.org", PasswordFile: pwFile}, []string{"db.example.org"}},
+			mysql.ConnOptions{TLSCAFile: ca, TLSServerName: "db.example.org", PasswordFile: pwFile}, []string{"db.example.org"}, nil},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +122,12 @@ func TestOpenWithTLS(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			for _, secret := range []string{testenv.StackMySQLTLSPassword, testenv.StackMySQLX509Password} {
+			for _, w := range tt.notWant {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q says %q", err, w)
+				}
+			}
+			for _, secret := range []string{testenv.StackMySQLTLSPassword, testenv.StackMySQLX509Password, canary} {
 				if strings.Contains(err.Error(), secret) {
 					t.Errorf("the error shows the password: %q", err)
 				}
