@@ -98,6 +98,10 @@ func readmeCodeLines(t *testing.T) []string {
 // or named with the reason it is not run.
 func TestReadmeCommands(t *testing.T) {
 	testenv.KafkaBrokers(t) // fails (or skips under -short) without the stack
+	// The README's commands use the defaults (database herald, orders.v1,
+	// 127.0.0.1:9101), which internal/cli's TestRelayRunsOnItsDefaults
+	// uses too, maybe in another test process at the same time.
+	testenv.LockStackDefaults(t)
 	lines := readmeCodeLines(t)
 	for _, line := range lines {
 		if _, ok := readmeCommands[line]; !ok {

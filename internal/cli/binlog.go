@@ -19,7 +19,13 @@ const (
 // newBinlogSource returns the binlog stream source of the database db was
 // opened on, after checking that the server and herald's user can stream.
 func newBinlogSource(ctx context.Context, db *sql.DB, f *dbFlags, logger *slog.Logger) (relay.StreamSource, error) {
-	conn, err := f.options().Config(f.dsn)
+	// The address url chose: the flag's, its alias's or the default, as
+	// the pool's (f.dsn alone was empty for the latter two).
+	dsn, err := f.url()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := f.options().Config(dsn)
 	if err != nil {
 		return nil, flagError(err, mysqlFlagOfField)
 	}

@@ -177,7 +177,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.DurationVar(&svc.Relay.BackoffCap, "backoff-cap", relay.BackoffCapDefault, "longest retry delay")
 	f.StringVar(&orderPolicy, "order-policy", string(relay.OrderPolicyDefault),
 		"hold: later events of an aggregate wait behind a failing one; skip-quarantined: they pass a quarantined one")
-	f.StringSliceVar(&topics, "topic", []string{"order=orders.v1"}, "route aggregate_type=topic (repeatable or comma-separated)")
+	f.StringSliceVar(&topics, "topic", defaultRoutes(), "route aggregate_type=topic (repeatable or comma-separated)")
 	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
 	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog defaults to 0)")

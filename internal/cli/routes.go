@@ -21,17 +21,23 @@ type routeFlags struct {
 }
 
 func (f *routeFlags) register(cmd *cobra.Command, env envFlags) {
-	var defaults []string
-	for typ, topic := range relay.TopicsDefault {
-		defaults = append(defaults, typ+"="+topic)
-	}
-	sort.Strings(defaults)
-	cmd.Flags().StringSliceVar(&f.entries, "topic", defaults,
+	cmd.Flags().StringSliceVar(&f.entries, "topic", defaultRoutes(),
 		"routes aggregate_type=topic, as for herald relay (repeatable or comma-separated)")
 	cmd.Flags().StringVar(&f.defaultTopic, "default-topic", "",
 		"topic of aggregate types no --topic names, as for herald relay")
 	env["topic"] = "HERALD_TOPICS"
 	env["default-topic"] = "HERALD_DEFAULT_TOPIC"
+}
+
+// defaultRoutes are relay.TopicsDefault as --topic entries, the default of
+// every command's --topic (the relay's too).
+func defaultRoutes() []string {
+	var routes []string
+	for typ, topic := range relay.TopicsDefault {
+		routes = append(routes, typ+"="+topic)
+	}
+	sort.Strings(routes)
+	return routes
 }
 
 // parse returns the routes and the default topic, checked as the relay
