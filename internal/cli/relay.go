@@ -68,9 +68,20 @@ written.
 
 --source poll (the default): relays share the outbox by buckets of
 aggregates (leased in the database) and claim each bucket's ready events.
---source binlog: one relay streams committed inserts from the binlog as
-they commit and hands what it cannot publish to the polling path; the other
-binlog relays stand by and take over within --lease (docs/design.md).
+--source binlog (MariaDB/MySQL): one relay streams committed inserts from
+the binlog as they commit and hands what it cannot publish to the polling
+path; the other binlog relays stand by and take over within --lease
+(docs/design.md, section 9). It checks at start that it can stream, and
+names each missing setting with its fix:
+
+  server settings  log_bin on, binlog_format=ROW, binlog_row_image=FULL,
+                   binlog_row_metadata=FULL (MariaDB 10.5+, MySQL 8.0.1+)
+  grants           REPLICATION SLAVE, and BINLOG MONITOR on MariaDB
+                   (REPLICATION CLIENT on MySQL and on MariaDB before
+                   10.5), besides all rights on the outbox's database
+
+The local stack's MariaDB has them (stack/mariadb/my.cnf, stack/up.sh);
+the README's "Your own database and Kafka" lists every grant herald needs.
 
 Every flag has an environment variable (shown in its help). SIGTERM or SIGINT
 stops claiming, finishes the batch in flight (or releases it) and exits 0.`,

@@ -107,3 +107,21 @@ func clearHeraldEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayHelpNamesBinlogRequirements: herald relay --help says what
+// --source binlog needs of the server and of herald's user (what
+// store/mysql/binlog.Check checks) and where the design is, as the README
+// promises; before, it named none of them.
+func TestRelayHelpNamesBinlogRequirements(t *testing.T) {
+	code, stdout, stderr := runMain(t, "relay", "--help")
+	if code != 0 {
+		t.Fatalf("relay --help: exit %d\n%s", code, stderr)
+	}
+	help := strings.Join(strings.Fields(stdout), " ")
+	for _, want := range []string{"log_bin", "binlog_format=ROW", "binlog_row_image=FULL", "binlog_row_metadata=FULL",
+		"REPLICATION SLAVE", "BINLOG MONITOR", "REPLICATION CLIENT", "docs/design.md, section 9"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("relay --help does not name %q", want)
+		}
+	}
+}
