@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
@@ -37,7 +40,7 @@ func TestRefusedTopicIsAConfigurationFailure(t *testing.T) {
 	}
 	defer producer.Close()
 
-	const refused = "__consumer_offsets"
+	refused := refusedTopic(t, e.brokers)
 	logs := &syncBuffer{}
 	base, stop := startService(t, relay.ServiceConfig{
 		Relay: relay.Config{ID: "refused-topic", Topics: map[string]string{"order": refused},
@@ -122,6 +125,44 @@ func TestRefusedTopicIsAConfigurationFailure(t *testing.T) {
 	}
 	stop()
 	e.verifyTopic(t, nil, nil)
+}
+
+// refusedTopic returns a topic Kafka refuses to write, once a producer's
+// write to it is refused as the relay's will be (class configuration,
+// INVALID_TOPIC_EXCEPTION): the internal topic __consumer_offsets. Kafka
+// creates that topic only when a consumer group first asks for its
+// coordinator, so on a freshly started cluster it does not exist, a write
+// to it is UNKNOWN_TOPIC_OR_PARTITION (class unknown_topic), and
+// TestRefusedTopicIsAConfigurationFailure waited its minute for a
+// configuration failure that never came (issue 22; it passed when run
+// again, once another test had made a group). So: ask for a coordinator,
+// which makes the broker create the topic, and poll until the refusal is
+// the one the test is about.
+func refusedTopic(t *testing.T, brokers []string) string {
+	t.Helper()
+	const topic = "__consumer_offsets"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	testenv.WaitFor(t, time.Minute, "a write to "+topic+" refused as a configuration failure", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		coordinator := "coordinator found"
+		if err := adm.FindGroupCoordinators(ctx, "herald-t-refused-topic").Error(); err != nil {
+			coordinator = "find coordinator: " + err.Error()
+		}
+		// Kafka refuses every client's write to an internal topic: nothing
+		// is written.
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("refused")}).FirstErr()
+		if class, _ := kafka.Classify(err); class == kafka.ClassConfiguration {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%s; write: %v", coordinator, err)
+	})
+	return topic
 }
 
 // startService runs a Service until the returned stop is called (stop
