@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,18 @@ A relay runs the same task in the background with --cleanup-retention.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := req.Validate(); err != nil {
+				// The request's fields are the flags: say which one, and the
+				// variable when it gave the value (HERALD_CLEANUP_RETENTION
+				// is the relay's too, where 0 means "no cleanup").
+				var flags []string
+				for _, name := range []string{"retention", "inbox-retention", "batch-size", "pause"} {
+					if f := cmd.Flags().Lookup(name); f.Changed {
+						flags = append(flags, flagSource(cmd, name)+"="+f.Value.String())
+					}
+				}
+				if len(flags) > 0 {
+					return usageError{fmt.Errorf("%w (given: %s)", err, strings.Join(flags, ", "))}
+				}
 				return usageError{err}
 			}
 			conn, err := db.openMigrated(cmd.Context())

@@ -130,6 +130,7 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 	}{
 		{"cleanup inbox retention shorter than replay window", []string{"cleanup", "--retention", "48h", "--inbox-retention", "24h"}, "inbox retention"},
 		{"cleanup batch size", []string{"cleanup", "--batch-size", "0"}, "batch size"},
+		{"cleanup batch size names its flag", []string{"cleanup", "--batch-size", "0"}, "--batch-size=0"},
 		{"replay without checkpoint", []string{"replay", "--from", "1h"}, "--checkpoint"},
 		{"replay inverted range", []string{"replay", "--from", "1h", "--to", "2h", "--checkpoint", "x"}, "must be before"},
 		{"replay bad time", []string{"replay", "--from", "yesterday", "--checkpoint", "x"}, "--from"},
@@ -219,4 +220,16 @@ func TestCommandsOnADatabaseWithoutTheSchema(t *testing.T) {
 			t.Errorf("the commands created %v", tables)
 		}
 	})
+}
+
+// TestCleanupNamesTheVariable: a cleanup setting refused when it came from
+// its variable names the variable: HERALD_CLEANUP_RETENTION is the relay's
+// --cleanup-retention too, where 0 means no background cleanup.
+func TestCleanupNamesTheVariable(t *testing.T) {
+	clearHeraldEnv(t)
+	t.Setenv("HERALD_CLEANUP_RETENTION", "0")
+	out, code := run(t, "cleanup", noDB)
+	if code != exitUsage || !strings.Contains(out, "HERALD_CLEANUP_RETENTION (for --retention)=0s") {
+		t.Errorf("cleanup with HERALD_CLEANUP_RETENTION=0: exit %d, %q", code, out)
+	}
 }
