@@ -24,8 +24,9 @@ import (
 // binlog: no --database-url, no variable (the test's HERALD_* are not
 // inherited). Each must become ready on its default metrics address and
 // publish an event written to the default database to the default route's
-// topic, read back by kcat. `herald migrate up` and `herald topics create`
-// run on their defaults too. Before, --source binlog stopped at start
+// topic, read back by kcat. `herald migrate up`, `herald topics create`,
+// `herald status` and `herald quarantine list` run on their defaults too.
+// Before, --source binlog stopped at start
 // with "binlog reader config: DSN: names no database": the stream's
 // reader was given the --database-url flag's value, empty unless given.
 func TestRelayRunsOnItsDefaults(t *testing.T) {
@@ -113,6 +114,19 @@ func TestRelayRunsOnItsDefaults(t *testing.T) {
 				t.Errorf("herald relay %v after SIGTERM: %v", args, exit)
 			}
 		})
+	}
+	// The operators' commands find the same database, brokers and topic.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--json"}, `"topic": "` + topic + `"`},
+		{[]string{"quarantine", "list"}, "quarantined event(s)"},
+	} {
+		p := herald(c.args...)
+		if exit := p.Wait(t, time.Minute); exit.Code != 0 || !strings.Contains(p.Log(), c.want) {
+			t.Errorf("herald %v on the defaults: %v, want exit 0 and %q\n%s", c.args, exit, c.want, p.Log())
+		}
 	}
 }
 
