@@ -3,6 +3,7 @@ package herald_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/herald-outbox/herald/internal/testenv"
 )
@@ -132,8 +136,10 @@ func TestReadmeCommands(t *testing.T) {
 	// orders.v1 is the README's topic: made afresh, so its settings are
 	// this run's (the stack's layout may have changed since the last).
 	admin := testenv.NewAdmin(t, testenv.KafkaBrokers(t))
-	admin.DeleteTopic(context.Background(), "orders.v1")
-	t.Cleanup(func() { admin.DeleteTopic(context.Background(), "orders.v1") })
+	deleteTopic(t, admin, "orders.v1")
+	// Gone before the defaults' lock is released: the next holder may
+	// create it at once.
+	t.Cleanup(func() { deleteTopic(t, admin, "orders.v1") })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -186,6 +192,27 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		}
 	}
+}
+
+// deleteTopic deletes topic and waits until the metadata no longer lists
+// it: Kafka deletes a topic after answering, and a create of the same
+// name meanwhile finds the old one.
+func deleteTopic(t *testing.T, admin *kadm.Client, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("delete topic %s: %v", topic, err)
+		return
+	}
+	testenv.WaitFor(t, 30*time.Second, "topic "+topic+" deleted", func() (bool, string) {
+		topics, err := admin.ListTopics(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		td, listed := topics[topic]
+		return !listed || errors.Is(td.Err, kerr.UnknownTopicOrPartition), fmt.Sprintf("still listed (%v)", td.Err)
+	})
 }
 
 // readmeProgram wraps the README's Go snippet into a program that runs it
