@@ -29,10 +29,13 @@ const MaxPayloadBytesDefault = 1 << 20
 // Config shapes a Writer. Dialect is required; other zero fields take their
 // defaults.
 type Config struct {
-	// Dialect is the database's dialect, as mysql.Dialect{}: it reserves
-	// sequence numbers and inserts the rows. Required.
+	// Dialect is the database's dialect, as mysql.Dialect{} or
+	// postgres.Dialect{}: it inserts the rows. Required.
 	Dialect store.WriterDialect
-	// MaxPayloadBytes is the largest Payload accepted. Defaults to 1 MiB.
+	// MaxPayloadBytes is the largest Payload accepted. The table's trigger
+	// refuses payloads over 1 MiB from every writer (docs/writers.md,
+	// "Limits"), so a larger value needs the trigger's limit raised too.
+	// Defaults to 1 MiB.
 	MaxPayloadBytes int
 	// Now returns the time used for events without OccurredAt. Defaults to
 	// time.Now.
@@ -88,10 +91,10 @@ func NewWriter(cfg Config) (*Writer, error) {
 // in the order given.
 //
 // Events of one aggregate are numbered in the order given, after every event
-// of that aggregate already committed: Add locks the aggregate's counter row
-// until tx ends, so concurrent writers of one aggregate take turns and the
-// relay publishes in commit order. Add makes no remote call besides the
-// database.
+// of that aggregate already committed: the table's trigger locks the
+// aggregate's counter row until tx ends, so concurrent writers of one
+// aggregate take turns and the relay publishes in commit order. Add makes no
+// remote call besides the database.
 //
 // An invalid event is reported as a *ValidationError before anything is
 // written.
@@ -100,6 +103,7 @@ func (w *Writer) Add(ctx context.Context, tx *sql.Tx, events ...Event) ([]string
 		return nil, ErrNoEvents
 	}
 	rows := make([]store.NewEvent, len(events))
+	ids := make([]string, len(events))
 	now := w.cfg.Now().UTC().Truncate(time.Microsecond)
 	traceparent, hasTrace := TraceparentFromContext(ctx)
 	for i, e := range events {
@@ -126,55 +130,26 @@ func (w *Writer) Add(ctx context.Context, tx *sql.Tx, events ...Event) ([]string
 		if occurred.IsZero() {
 			occurred = now
 		}
+		ids[i] = id.String()
 		rows[i] = store.NewEvent{
-			ID: id.String(), Key: store.SeqKey{AggregateType: e.AggregateType, AggregateID: e.AggregateID},
+			ID: ids[i], AggregateType: e.AggregateType, AggregateID: e.AggregateID,
 			EventType: e.EventType, SchemaVersion: e.SchemaVersion, Payload: e.Payload, Headers: headersJSON,
 			OccurredAt: occurred.UTC().Truncate(time.Microsecond),
 		}
 	}
-	if err := w.assignSequences(ctx, tx, rows); err != nil {
-		return nil, err
-	}
+	// W1 without deadlocks: the trigger locks each aggregate's counter as
+	// it inserts that aggregate's first row, so rows go in in
+	// (aggregate_type, aggregate_id) order, and two transactions that
+	// touch the same aggregates lock them in the same order. The sort is
+	// stable: an aggregate's events keep the order given, which is the
+	// order the trigger numbers them in.
+	slices.SortStableFunc(rows, func(a, b store.NewEvent) int {
+		return cmp.Or(strings.Compare(a.AggregateType, b.AggregateType), strings.Compare(a.AggregateID, b.AggregateID))
+	})
 	if err := w.cfg.Dialect.InsertEvents(ctx, tx, rows); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
 	return ids, nil
-}
-
-// assignSequences reserves aggregate_seq numbers for rows. Counter rows are
-// locked in (aggregate_type, aggregate_id) order, so two transactions that
-// touch the same aggregates cannot deadlock on them.
-func (w *Writer) assignSequences(ctx context.Context, tx *sql.Tx, rows []store.NewEvent) error {
-	type aggregate struct{ typ, id string }
-	counts := map[aggregate]uint64{}
-	for _, r := range rows {
-		counts[aggregate{r.Key.AggregateType, r.Key.AggregateID}]++
-	}
-	keys := make([]aggregate, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b aggregate) int {
-		return cmp.Or(strings.Compare(a.typ, b.typ), strings.Compare(a.id, b.id))
-	})
-	next := make(map[aggregate]uint64, len(keys))
-	for _, k := range keys {
-		first, err := w.cfg.Dialect.ReserveSequences(ctx, tx, k.typ, k.id, counts[k])
-		if err != nil {
-			return fmt.Errorf("outbox: reserve sequence for %s/%s: %w", k.typ, k.id, err)
-		}
-		next[k] = first
-	}
-	for i := range rows {
-		k := aggregate{rows[i].Key.AggregateType, rows[i].Key.AggregateID}
-		rows[i].Key.Seq = next[k]
-		next[k]++
-	}
-	return nil
 }
 
 func (w *Writer) validate(i int, e Event) error {

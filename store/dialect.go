@@ -361,10 +361,14 @@ type OperationsDialect interface {
 	DeleteConsumed(ctx context.Context, q Querier, cutoff time.Time, limit int) (int64, error)
 }
 
-// NewEvent is one row the outbox writer inserts.
+// NewEvent is one row the outbox writer inserts. It carries no
+// aggregate_seq and no next_attempt_at: the table's trigger (migration
+// 00006, docs/design.md section 1) sets both, for this writer as for any
+// other.
 type NewEvent struct {
 	ID            string
-	Key           SeqKey
+	AggregateType string
+	AggregateID   string
 	EventType     string
 	SchemaVersion uint16
 	Payload       []byte
@@ -378,11 +382,10 @@ type NewEvent struct {
 // transaction. It must not depend on the session's time zone: the caller's
 // connection is not herald's.
 type WriterDialect interface {
-	// ReserveSequences hands out n consecutive aggregate_seq numbers of an
-	// aggregate and returns the first; it locks the aggregate's counter
-	// until tx ends (docs/design.md, invariant W1).
-	ReserveSequences(ctx context.Context, tx *sql.Tx, aggregateType, aggregateID string, n uint64) (first uint64, err error)
-	// InsertEvents inserts rows, ready at once (next_attempt_at = now).
+	// InsertEvents inserts rows in the order given, in as few statements
+	// as it can. The table's trigger numbers each row in its aggregate and
+	// locks the aggregate's counter until tx ends (docs/design.md,
+	// invariant W1), row by row in that order.
 	InsertEvents(ctx context.Context, tx *sql.Tx, rows []NewEvent) error
 }
 

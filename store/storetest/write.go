@@ -225,10 +225,12 @@ func testInboxDuplicates(t *testing.T, h Harness) {
 }
 
 // testDeadlockIsTransient: two transactions that lock two aggregate
-// counters in opposite orders deadlock; the database's answer to the
-// victim is transient.
+// counters in opposite orders (each adds to one aggregate, then to the
+// other, in two calls) deadlock; the database's answer to the victim is
+// transient.
 func testDeadlockIsTransient(t *testing.T, h Harness) {
 	d := h.Store.Dialect()
+	w := h.writer(t)
 	h.add(t, orderEvent("d1"), orderEvent("d2")) // the counters exist
 	tx1, err := h.Store.DB().BeginTx(ctx, nil)
 	if err != nil {
@@ -240,10 +242,10 @@ func testDeadlockIsTransient(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	defer tx2.Rollback()
-	if _, err := d.ReserveSequences(ctx, tx1, "order", "d1", 1); err != nil {
+	if _, err := w.Add(ctx, tx1, orderEvent("d1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ReserveSequences(ctx, tx2, "order", "d2", 1); err != nil {
+	if _, err := w.Add(ctx, tx2, orderEvent("d2")); err != nil {
 		t.Fatal(err)
 	}
 	type result struct {
@@ -251,8 +253,8 @@ func testDeadlockIsTransient(t *testing.T, h Harness) {
 		err error
 	}
 	results := make(chan result, 2)
-	go func() { _, err := d.ReserveSequences(ctx, tx1, "order", "d2", 1); results <- result{tx1, err} }()
-	go func() { _, err := d.ReserveSequences(ctx, tx2, "order", "d1", 1); results <- result{tx2, err} }()
+	go func() { _, err := w.Add(ctx, tx1, orderEvent("d2")); results <- result{tx1, err} }()
+	go func() { _, err := w.Add(ctx, tx2, orderEvent("d1")); results <- result{tx2, err} }()
 	var victim error
 	for range 2 {
 		r := <-results

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+	"github.com/google/uuid"
 
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/internal/testenv"
@@ -35,6 +37,9 @@ func TestCommitOrder(t *testing.T) {
 			for j := range 1 + i%20 {
 				events = append(events, orderEvent(fmt.Sprintf("agg-%d", (i+j)%7), i*100+j))
 			}
+			// In aggregate order, the order the writer inserts an Add's
+			// events in (W1's lock order).
+			slices.SortStableFunc(events, func(a, b outbox.Event) int { return strings.Compare(a.AggregateID, b.AggregateID) })
 			want = append(want, e.write(t, events...))
 		}
 		for i, w := range want {
@@ -279,11 +284,14 @@ func TestXATransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	insert := func(id string) {
+	// The trigger takes only UUIDs as ids: each name stands for one.
+	idOf := map[string]string{}
+	insert := func(name string) {
 		t.Helper()
+		idOf[name] = uuid.NewString()
 		if _, err := conn.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
 			event_type, schema_version, payload, occurred_at, next_attempt_at)
-			VALUES (?, 'order', ?, 1, 'order.created', 1, '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`, id, id); err != nil {
+			VALUES (?, 'order', ?, 1, 'order.created', 1, '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`, idOf[name], name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -306,7 +314,7 @@ func TestXATransactions(t *testing.T) {
 	exec("XA END 'x3'", "XA PREPARE 'x3'", "XA ROLLBACK 'x3'")
 	last := e.write(t, orderEvent("after", 1))
 
-	sameIDs(t, "one-phase XA", ids(nextEvents(t, r).Events), []string{"xa-one-phase"})
+	sameIDs(t, "one-phase XA", ids(nextEvents(t, r).Events), []string{idOf["xa-one-phase"]})
 	sameIDs(t, "after the XA transactions", ids(nextEvents(t, r).Events), last)
 	if n := strings.Count(logs.String(), "outbox events of an XA transaction skipped"); n != 2 {
 		t.Errorf("%d warnings about skipped XA transactions, want 2:\n%s", n, logs.String())
