@@ -108,6 +108,11 @@ func (s Set) Up(ctx context.Context, db *sql.DB) ([]int64, error) {
 		return nil, fmt.Errorf("migrate %s: %w", s.Name, err)
 	}
 	err = s.withLock(ctx, db, kind, func(p *goose.Provider) error {
+		// Before anything is written (goose would create its version
+		// table first): a migration the server would refuse halfway.
+		if err := s.checkPrivileges(ctx, db, kind, p); err != nil {
+			return err
+		}
 		if err := s.checkNotNewer(ctx, p); err != nil {
 			return err
 		}

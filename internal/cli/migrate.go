@@ -18,7 +18,15 @@ func newMigrateCommand() *cobra.Command {
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Apply pending migrations (a no-op when the schema is current)",
-		Args:  cobra.NoArgs,
+		Long: `Apply pending migrations (a no-op when the schema is current).
+
+Migration 6 creates a trigger on outbox_events (the SQL contract: any writer,
+any language, docs/writers.md). On MySQL/MariaDB with binary logging on, the
+server allows that only to an account with SUPER or with
+log_bin_trust_function_creators=1 (ERROR 1419 otherwise): migrate up checks it
+before it changes anything, and names the statement that fixes it. The trigger
+runs with the rights of the account that created it, so keep that account.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			conn, err := db.open(cmd.Context())
 			if err != nil {
