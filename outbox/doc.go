@@ -39,8 +39,9 @@
 //
 // Add writes exactly the rows of the SQL contract (docs/writers.md), which
 // services in other languages write with a plain INSERT: the table's
-// trigger (migration 6) numbers each event in its aggregate and takes a lock
-// on the aggregate's sequence counter until the transaction ends; like any transaction that locks rows, yours may then fail with a
+// trigger (migration 6) numbers each event in its aggregate and takes a
+// lock on the aggregate's sequence counter until the transaction ends.
+// Like any transaction that locks rows, yours may then fail with a
 // deadlock under contention (the dialect's IsTransient says so), and should
 // be retried as a whole.
 //
