@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver a foreign writer's pool uses
 
 	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/outbox"
 )
 
 // The SQL contract (migration 00006, docs/writers.md): a writer that is
@@ -219,6 +221,43 @@ func TestNextAttemptAtIsTheInsertMoment(t *testing.T) {
 	})
 }
 
+// TestOccurredAtIsOptional: a row without occurred_at (left out or NULL)
+// gets the database's UTC clock at insert, as next_attempt_at.
+func TestOccurredAtIsOptional(t *testing.T) {
+	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
+		d := testenv.NewHeraldDatabaseOn(t, server)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		w := openForeignWriter(t, d, "+05:30")
+		before, err := d.Dialect.Now(ctx, d.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		omitted, null := uuid.NewString(), uuid.NewString()
+		if _, err := w.ExecContext(ctx, insertStatement(d, []string{"id", "aggregate_type", "aggregate_id", "event_type", "schema_version", "payload"}),
+			omitted, "order", "no-time", "order.created", 1, "{}"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.ExecContext(ctx, insertStatement(d, []string{"id", "aggregate_type", "aggregate_id", "event_type", "schema_version", "payload", "occurred_at"}),
+			null, "order", "no-time", "order.created", 1, "{}", nil); err != nil {
+			t.Fatal(err)
+		}
+		after, err := d.Dialect.Now(ctx, d.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{omitted, null} {
+			e, err := d.Store().ShowEvent(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.OccurredAt.Before(before) || e.OccurredAt.After(after) || e.NextAttemptAt == nil || !e.OccurredAt.Equal(*e.NextAttemptAt) {
+				t.Errorf("occurred_at %v (next_attempt_at %v), want the database's clock between %v and %v", e.OccurredAt, e.NextAttemptAt, before, after)
+			}
+		}
+	})
+}
+
 // TestSuppliedSequenceIsKept: a writer that gives aggregate_seq (as herald's
 // Go writer did before the trigger) keeps it, and the counter is left
 // alone.
@@ -326,7 +365,6 @@ func TestBadRowsAreRefused(t *testing.T) {
 		{name: "aggregate id too long", set: map[string]any{"aggregate_id": strings.Repeat("a", 129)}, mysql: "Data too long for column 'aggregate_id'", postgres: "value too long for type character varying(128)"},
 		{name: "aggregate type too long", set: map[string]any{"aggregate_type": strings.Repeat("t", 65)}, mysql: "Data too long for column 'aggregate_type'", postgres: "value too long for type character varying(64)"},
 		{name: "event type too long", set: map[string]any{"event_type": strings.Repeat("e", 129)}, mysql: "Data too long for column 'event_type'", postgres: "value too long for type character varying(128)"},
-		{name: "missing occurred_at", omit: []string{"occurred_at"}, mysql: "occurred_at", postgres: "occurred_at"},
 	}
 	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
 		d := testenv.NewHeraldDatabaseOn(t, server)
@@ -383,6 +421,72 @@ func TestBadRowsAreRefused(t *testing.T) {
 					t.Errorf("the valid row after the refused one is not the aggregate's first event")
 				}
 			})
+		}
+	})
+}
+
+// TestGoWriterAndPlainSQLWriteTheSameRow: herald's Go writer and a plain
+// INSERT of the same event leave the same row, column for column (but the
+// id, the aggregate and the insert time), so neither relay source can tell
+// them apart.
+func TestGoWriterAndPlainSQLWriteTheSameRow(t *testing.T) {
+	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
+		d := testenv.NewHeraldDatabaseOn(t, server)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		at := time.Date(2026, 9, 26, 2, 12, 30, 123456000, time.UTC)
+		payload := `{"order_id":9182,"customer_id":42,"total_amount":"199.00"}`
+		goID := d.AddEvents(t, outbox.Event{AggregateType: "order", AggregateID: "go", EventType: "order.created", SchemaVersion: 2,
+			Payload: json.RawMessage(payload), Headers: map[string]string{"tenant": "acme"}, OccurredAt: at})[0]
+		sqlID := uuid.NewString()
+		w := openForeignWriter(t, d, "+05:30")
+		if _, err := w.ExecContext(ctx, insertStatement(d, []string{"id", "aggregate_type", "aggregate_id", "event_type", "schema_version", "payload", "headers", "occurred_at"}),
+			sqlID, "order", "sql", "order.created", 2, payload, `{"tenant":"acme"}`, map[testenv.Server]string{ // the same instant: MySQL's DATETIME holds UTC, PostgreSQL's literal says so
+				testenv.MariaDB: "2026-09-26 02:12:30.123456", testenv.PostgreSQL: "2026-09-26 02:12:30.123456+00"}[server]); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := d.DB.QueryContext(ctx, d.SQL("SELECT * FROM outbox_events WHERE id IN (?, ?) ORDER BY aggregate_id"), goID, sqlID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		columns, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]string
+		for rows.Next() {
+			raw := make([]sql.RawBytes, len(columns))
+			ptrs := make([]any, len(columns))
+			for i := range raw {
+				ptrs[i] = &raw[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			row := make([]string, len(raw))
+			for i, b := range raw {
+				row[i] = fmt.Sprintf("%q", b)
+				if b == nil {
+					row[i] = "NULL"
+				}
+			}
+			got = append(got, row)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("%d rows", len(got))
+		}
+		for i, c := range columns {
+			switch c {
+			case "id", "aggregate_id", "next_attempt_at":
+				continue
+			}
+			if got[0][i] != got[1][i] {
+				t.Errorf("column %s: Go writer %s, plain SQL %s", c, got[0][i], got[1][i])
+			}
 		}
 	})
 }

@@ -8,6 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 NODE="$REPO_DIR/stack/node.sh"
 source "$REPO_DIR/stack/postgres/setup.sh"
+source "$REPO_DIR/stack/writers.sh"
 
 case "$KAFKA_BROKERS" in 1|3) ;; *) fail "KAFKA_BROKERS must be 1 or 3, not '$KAFKA_BROKERS'" ;; esac
 
@@ -21,6 +22,16 @@ install_packages() {
   command -v java >/dev/null || missing+=(default-jre-headless)
   command -v mvn >/dev/null || missing+=(maven)
   [ -d /usr/share/zoneinfo ] || missing+=(tzdata)
+  # The writer snippets' and the python consumer's runtimes (stack/writers.sh).
+  command -v php >/dev/null || missing+=(php-cli)
+  php -m 2>/dev/null | grep -qx pdo_mysql || missing+=(php-mysql)
+  php -m 2>/dev/null | grep -qx pdo_pgsql || missing+=(php-pgsql)
+  /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing+=(python3-psycopg2)
+  /usr/bin/python3 -c 'import pymysql' 2>/dev/null || missing+=(python3-pymysql)
+  /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+  command -v javac >/dev/null || missing+=(default-jdk-headless)
   [ ${#missing[@]} -eq 0 ] && return 0
   step "install ${missing[*]} (apt)"
   [ "$(id -u)" = 0 ] || fail "installing ${missing[*]} needs root (apt-get)"
@@ -317,6 +328,7 @@ create_herald_user
 load_time_zones
 up_postgres
 resolve_kafka_jars
+install_writer_runtimes
 configure_kafka
 for id in $(kafka_nodes); do "$NODE" start "kafka-$id"; done
 secure_kafka

@@ -15,6 +15,8 @@
 --                    pg_current_xact_id() gave the transaction its id:
 --                    a change stream's watermark relies on a row's time
 --                    being later than its transaction's start
+--   occurred_at      when the writer gives none (omitted or NULL), the same
+--                    clock: the writer's own time is optional
 -- and refuses, with SQLSTATE 23514 (check_violation) and a message naming
 -- the column, a row without an id, with a blank aggregate_type,
 -- aggregate_id or event_type, a payload larger than 1 MiB, or headers
@@ -89,9 +91,10 @@ BEGIN
     RETURNING a.last_seq INTO NEW.aggregate_seq;
   END IF;
   -- Taken last: after the transaction has its id and after any wait for
-  -- the counter row (docs/design.md, section 1).
+  -- the counter row (docs/design.md, section 1, W2).
   PERFORM pg_current_xact_id();
   NEW.next_attempt_at := clock_timestamp();
+  NEW.occurred_at := COALESCE(NEW.occurred_at, NEW.next_attempt_at);
   RETURN NEW;
 END
 $$;

@@ -13,6 +13,8 @@
 --                    is the statement's start (as NOW(6)), so the time that
 --                    passed since (SYSDATE(6) - NOW(6), both in the session's
 --                    zone, which cancels out) is added to it
+--   occurred_at      when the writer gives none (omitted or NULL), the same
+--                    clock: the writer's own time is optional
 --   id               lower case, as PostgreSQL's uuid prints it
 -- and refuses, with SQLSTATE 45000 and a message naming the column, a row
 -- without a UUID id, with a blank aggregate_type, aggregate_id or
@@ -23,9 +25,12 @@
 -- The column types refuse the rest (too long a text, in the strict SQL
 -- mode every MySQL and MariaDB has by default).
 --
--- The defaults let a writer leave aggregate_seq and next_attempt_at out on
--- every MySQL version (the trigger overwrites both); changing a default
--- is a change of metadata only, not a rebuild of the table.
+-- The defaults let a writer leave aggregate_seq, next_attempt_at and
+-- occurred_at out on every MySQL version: MySQL 8 refuses an omitted NOT
+-- NULL column without a default (ERROR 1364) before BEFORE triggers run,
+-- MariaDB after. The trigger replaces each default (occurred_at's
+-- 1970-01-01 00:00:00 stands for "none"). Changing a default is a change
+-- of metadata only, not a rebuild of the table.
 --
 -- On a server with binary logging (the binlog relay's), creating a trigger
 -- takes SUPER or log_bin_trust_function_creators=1 (ERROR 1419):
@@ -36,7 +41,8 @@
 -- +goose Up
 ALTER TABLE outbox_events
   ALTER COLUMN aggregate_seq SET DEFAULT 0,
-  ALTER COLUMN next_attempt_at SET DEFAULT '1970-01-01 00:00:01';
+  ALTER COLUMN next_attempt_at SET DEFAULT '1970-01-01 00:00:00',
+  ALTER COLUMN occurred_at SET DEFAULT '1970-01-01 00:00:00';
 
 -- +goose StatementBegin
 CREATE TRIGGER outbox_events_before_insert BEFORE INSERT ON outbox_events FOR EACH ROW
@@ -45,6 +51,7 @@ BEGIN
   DECLARE n, i INT DEFAULT 0;
   DECLARE header_names, header_values, header_value JSON;
   DECLARE header_name TEXT;
+  DECLARE now_utc DATETIME(6);
 
   IF NEW.id IS NULL OR NEW.id NOT REGEXP '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$' THEN
     SET msg = CONCAT('herald outbox_events: id must be a UUID (8-4-4-4-12 hex digits), got ', COALESCE(CONCAT('''', LEFT(NEW.id, 40), ''''), 'NULL'));
@@ -113,8 +120,12 @@ BEGIN
     SET NEW.aggregate_seq = LAST_INSERT_ID();
   END IF;
   -- Taken last: after the transaction exists and after any wait for the
-  -- counter row (docs/design.md, section 1).
-  SET NEW.next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) MICROSECOND;
+  -- counter row (docs/design.md, section 1, W2).
+  SET now_utc = UTC_TIMESTAMP(6) + INTERVAL TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) MICROSECOND;
+  SET NEW.next_attempt_at = now_utc;
+  IF NEW.occurred_at IS NULL OR NEW.occurred_at = '1970-01-01 00:00:00' THEN
+    SET NEW.occurred_at = now_utc;
+  END IF;
 END
 -- +goose StatementEnd
 
@@ -122,4 +133,5 @@ END
 DROP TRIGGER outbox_events_before_insert;
 ALTER TABLE outbox_events
   ALTER COLUMN aggregate_seq DROP DEFAULT,
-  ALTER COLUMN next_attempt_at DROP DEFAULT;
+  ALTER COLUMN next_attempt_at DROP DEFAULT,
+  ALTER COLUMN occurred_at DROP DEFAULT;
