@@ -22,10 +22,19 @@ var snippetFiles = []string{
 // snippetBlock is a marker and the fenced block that follows it.
 var snippetBlock = regexp.MustCompile("(?s)<!-- snippet: (\\S+) -->\n```[a-z]*\n(.*?)\n```\n")
 
-// TestDocsShowTheSnippets: docs/writers.md shows every snippet the writers
-// test runs, verbatim, and nothing else under a snippet marker.
+// consumerFiles are the files docs/consumers.md shows, each in full (the
+// consumer test, examples/consumers, runs them).
+var consumerFiles = []string{
+	"examples/consumers/python/consumer.py",
+	"examples/consumers/effects.mysql.sql", "examples/consumers/effects.postgres.sql",
+}
+
+// TestDocsShowTheSnippets: docs/writers.md and docs/consumers.md show every
+// snippet the writers and consumer tests run, verbatim, and nothing else
+// under a snippet marker.
 func TestDocsShowTheSnippets(t *testing.T) {
 	checkDocSnippets(t, "docs/writers.md", snippetFiles)
+	checkDocSnippets(t, "docs/consumers.md", consumerFiles)
 }
 
 // checkDocSnippets compares each marked block of doc (a path from the
