@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -94,5 +95,54 @@ func (d *mysqlDB) plainInsert(ctx context.Context) {
 	}
 	if got := d.strings("SELECT CAST(aggregate_seq AS CHAR) FROM outbox_events WHERE id = '" + id + "'"); len(got) != 1 || got[0] != "1" {
 		d.t.Errorf("aggregate_seq %v, want 1", got)
+	}
+}
+
+// TestWriterNeedsOnlyInsert: on MySQL the trigger runs with its definer's
+// rights (the account that migrated), so a writer account with nothing
+// but INSERT on outbox_events writes a numbered event, through herald's Go
+// writer and in plain SQL alike.
+func TestWriterNeedsOnlyInsert(t *testing.T) {
+	d := testenv.NewHeraldDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	user := "herald_w_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	testenv.MariaDBRoot(t, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY 'x'",
+		"GRANT INSERT ON `"+d.Name+"`.outbox_events TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	writer, err := mysql.Open(ctx, strings.Replace(d.DSN, "herald:herald@", user+":x@", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.ExecContext(ctx, "SELECT COUNT(*) FROM outbox_aggregates"); err == nil {
+		t.Fatal("the writer account may read outbox_aggregates: the test would prove nothing")
+	}
+	plain := uuid.NewString()
+	if _, err := writer.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, schema_version, payload)
+		VALUES (?, 'order', 'granted', 'order.created', 1, '{}')`, plain); err != nil {
+		t.Fatalf("plain insert with INSERT only: %v", err)
+	}
+	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := writer.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ids, err := w.Add(ctx, tx, outbox.Event{AggregateType: "order", AggregateID: "granted", EventType: "order.cancelled",
+		SchemaVersion: 1, Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("outbox.Writer with INSERT only: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for id, seq := range map[string]string{plain: "1", ids[0]: "2"} {
+		if got := d.Strings(t, "SELECT CAST(aggregate_seq AS CHAR) FROM outbox_events WHERE id = ?", id); len(got) != 1 || got[0] != seq {
+			t.Errorf("event %s: aggregate_seq %v, want %s", id, got, seq)
+		}
 	}
 }
