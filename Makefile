@@ -80,6 +80,10 @@ demo: up build
 # a quick trial: BENCH_REPS=1 BENCH_EVENTS=5000 BENCH_SUSTAINED=5s
 # BENCH_DELIVERY=5s make bench. It drops its databases and topics, purges
 # the binlogs and stops every process it started, also when interrupted.
+# Then the cost of the SQL contract (bare transaction, Go writer, plain SQL
+# through the trigger, on MariaDB and PostgreSQL; under a minute): writes
+# docs/benchmarks/writers.md. BENCH_WRITERS_ROUNDS, BENCH_WRITERS_TX.
 bench: up
 	bench/debezium/build.sh || echo "make bench: the Debezium build failed: the run reports Debezium as a gap, with the error"
 	cd bench && $(GO) run . run
+	cd bench && $(GO) run . writers

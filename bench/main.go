@@ -6,6 +6,7 @@
 //
 //	bench [run] [flags]       measure, then write the report
 //	bench report [flags]      regenerate the Markdown and SVG from a JSON
+//	bench writers [flags]     the cost of the SQL contract (docs/benchmarks/writers.md)
 //	bench reference|watermill the relay processes the harness starts
 //
 // It is a module of its own so that herald's module never depends on
@@ -38,12 +39,14 @@ func main() {
 		err = runCommand(ctx, args)
 	case "report":
 		err = reportCommand(args)
+	case "writers":
+		err = writersCommand(ctx, args)
 	case "reference":
 		err = runReference(ctx, args)
 	case "watermill":
 		err = runWatermill(ctx, args)
 	default:
-		err = fmt.Errorf("unknown command %q (run, report, reference, watermill)", cmd)
+		err = fmt.Errorf("unknown command %q (run, report, writers, reference, watermill)", cmd)
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
