@@ -132,6 +132,15 @@ func testForeignRows(t *testing.T, server testenv.Server, streamed bool) {
 		t.Fatal(err)
 	}
 
+	// Since migration 6 the table's trigger refuses every bad row below
+	// (migrations' TestBadRowsAreRefused): dropped, as on a table migrated
+	// before it, the rows go in as they are, and herald must still cope.
+	dropTrigger := "DROP TRIGGER outbox_events_before_insert"
+	if server == testenv.PostgreSQL {
+		dropTrigger += " ON outbox_events"
+	}
+	d.Exec(t, dropTrigger)
+
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
 	// Bad rows the server takes, each heading its aggregate, and the
 	// column their defect names.

@@ -21,9 +21,10 @@
 -- the column, a row without an id, with a blank aggregate_type,
 -- aggregate_id or event_type, a payload larger than 1 MiB, or headers
 -- that are not a JSON object of at most 32 strings (names of 1-128
--- characters, values of at most 1,024). The column types refuse the rest:
--- an id that is not a uuid, a payload that is not json, too long a text, a
--- schema_version outside 1-65535. The checks come before the counter is
+-- characters, none in herald's reserved prefix herald-, values of at most
+-- 1,024). The column types refuse the rest: an id that is not a uuid, a
+-- payload that is not json, too long a text, a schema_version outside
+-- 1-65535, a NUL character (text and jsonb cannot hold one). The checks come before the counter is
 -- touched.
 --
 -- The function runs as its owner (SECURITY DEFINER, the role that
@@ -70,6 +71,10 @@ BEGIN
     FOR header IN SELECT key, value FROM jsonb_each(NEW.headers) LOOP
       IF btrim(header.key) = '' OR char_length(header.key) > 128 THEN
         RAISE EXCEPTION 'herald outbox_events: header name ''%'' must have 1 to 128 characters', left(header.key, 40)
+          USING ERRCODE = 'check_violation';
+      END IF;
+      IF lower(left(header.key, 7)) = 'herald-' THEN
+        RAISE EXCEPTION 'herald outbox_events: header name ''%'' is in herald''s reserved prefix herald-', left(header.key, 40)
           USING ERRCODE = 'check_violation';
       END IF;
       IF jsonb_typeof(header.value) <> 'string' THEN

@@ -18,9 +18,11 @@
 --   id               lower case, as PostgreSQL's uuid prints it
 -- and refuses, with SQLSTATE 45000 and a message naming the column, a row
 -- without a UUID id, with a blank aggregate_type, aggregate_id or
--- event_type, a schema_version below 1, a payload that is not JSON or is
--- larger than 1 MiB, or headers that are not a JSON object of at most 32
--- strings (names of 1-128 characters, values of at most 1,024). Nothing of
+-- event_type or a NUL character in one, a schema_version below 1, a payload
+-- that is not JSON or is larger than 1 MiB, or headers that are not a JSON
+-- object of at most 32 strings (names of 1-128 characters, none in herald's
+-- reserved prefix herald-, values of at most 1,024, no NUL character):
+-- what outbox.Writer refuses too (docs/contracts.md, sections 2 and 8). Nothing of
 -- such a row is written: the checks come before the counter is touched.
 -- The column types refuse the rest (too long a text, in the strict SQL
 -- mode every MySQL and MariaDB has by default).
@@ -59,12 +61,18 @@ BEGIN
   END IF;
   IF NEW.aggregate_type IS NULL OR TRIM(NEW.aggregate_type) = '' THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: aggregate_type is required (it must not be empty or blank)';
+  ELSEIF INSTR(NEW.aggregate_type, CHAR(0)) > 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: aggregate_type must not contain a NUL character';
   END IF;
   IF NEW.aggregate_id IS NULL OR TRIM(NEW.aggregate_id) = '' THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: aggregate_id is required (it must not be empty or blank)';
+  ELSEIF INSTR(NEW.aggregate_id, CHAR(0)) > 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: aggregate_id must not contain a NUL character';
   END IF;
   IF NEW.event_type IS NULL OR TRIM(NEW.event_type) = '' THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: event_type is required (it must not be empty or blank)';
+  ELSEIF INSTR(NEW.event_type, CHAR(0)) > 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: event_type must not contain a NUL character';
   END IF;
   IF NEW.schema_version IS NULL OR NEW.schema_version < 1 THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'herald outbox_events: schema_version must be 1 or more';
@@ -97,8 +105,16 @@ BEGIN
         SET msg = CONCAT('herald outbox_events: header name ''', LEFT(header_name, 40), ''' must have 1 to 128 characters');
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
       END IF;
+      IF LOWER(LEFT(header_name, 7)) = 'herald-' THEN
+        SET msg = CONCAT('herald outbox_events: header name ''', LEFT(header_name, 40), ''' is in herald''s reserved prefix herald-');
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
+      END IF;
       IF JSON_TYPE(header_value) <> 'STRING' THEN
         SET msg = CONCAT('herald outbox_events: header ''', LEFT(header_name, 40), ''' must be a string, not ', LOWER(JSON_TYPE(header_value)));
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
+      END IF;
+      IF INSTR(header_name, CHAR(0)) > 0 OR INSTR(JSON_UNQUOTE(header_value), CHAR(0)) > 0 THEN
+        SET msg = CONCAT('herald outbox_events: header ''', LEFT(REPLACE(header_name, CHAR(0), ''), 40), ''' contains a NUL character');
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
       END IF;
       IF CHAR_LENGTH(JSON_UNQUOTE(header_value)) > 1024 THEN

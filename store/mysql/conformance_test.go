@@ -42,6 +42,10 @@ func TestConformance(t *testing.T) {
 				t.Helper()
 				return openInZone(t, d.DSN, zone)
 			},
+			DropTrigger: func(t testing.TB) {
+				t.Helper()
+				d.Exec(t, "DROP TRIGGER outbox_events_before_insert")
+			},
 			InsertRaw: func(t testing.TB, r storetest.RawRow) error {
 				t.Helper()
 				ctx := context.Background()

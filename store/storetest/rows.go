@@ -79,6 +79,7 @@ var foreignRows = []foreignRow{
 func testRowsForeignWritersGotWrong(t *testing.T, h Harness) {
 	dialect := h.Store.Dialect().Name()
 	good := h.add(t, orderEvents("good-1", "good-2", "good-1", "good-3")...)
+	h.DropTrigger(t) // the trigger refuses every row below: TestBadRowsAreRefused, migrations
 	type inserted struct {
 		foreignRow
 		id, successor string
