@@ -26,7 +26,11 @@ func EndOffsets(ctx context.Context, adm *kadm.Client, topics ...string) ([]Part
 	var firstErr error
 	listed.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
-			if firstErr == nil {
+			if firstErr == nil && o.Partition < 0 {
+				// The topic's own error (it does not exist, an ACL): no
+				// partition to name.
+				firstErr = fmt.Errorf("end offsets of topic %s: %w", o.Topic, o.Err)
+			} else if firstErr == nil {
 				firstErr = fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
 			}
 			return
@@ -113,7 +117,11 @@ func GroupLag(ctx context.Context, adm *kadm.Client, group string, topics ...str
 	var firstErr error
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
-			if firstErr == nil {
+			if firstErr == nil && o.Partition < 0 {
+				// The topic's own error (it does not exist, an ACL): no
+				// partition to name.
+				firstErr = fmt.Errorf("end offsets of topic %s: %w", o.Topic, o.Err)
+			} else if firstErr == nil {
 				firstErr = fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
 			}
 			return

@@ -49,8 +49,8 @@ func NewBacklog(reg prometheus.Registerer, reader BacklogReader, interval time.D
 		pending: f.gauge("herald_outbox_pending_events",
 			"Events still to publish: ready + backing_off + held (quarantined excluded)."),
 		oldest: f.gaugeVec("herald_outbox_oldest_age_seconds",
-			"Age of the oldest unpublished event: claimable (time since it became claimable), "+
-				"parked (backing off or held; since it occurred), quarantined (since it occurred).", "state"),
+			"Age of the oldest unpublished event since it occurred, whatever retries and releases happened: "+
+				"claimable, parked (backing off or held), quarantined.", "state"),
 		heldAggs: f.gauge("herald_outbox_held_aggregates",
 			"Aggregates whose later events are held back behind a failing, quarantined or in-flight event."),
 		sampledAt: f.gauge("herald_outbox_backlog_sampled_timestamp_seconds",

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -20,8 +21,11 @@ type Backlog struct {
 	HeldAggregates int64 `json:"held_aggregates"`
 	// PublishedLastHour counts events marked published in the last hour.
 	PublishedLastHour int64 `json:"published_last_hour"`
-	// OldestReadyAge is how long the longest-waiting claimable event has
-	// been claimable; 0 when none is.
+	// OldestReadyAge is the age of the oldest claimable event: the time
+	// since its occurred_at, however often it was claimed and given back
+	// (a configuration failure releases it with next_attempt_at reset at
+	// every round) or retried; 0 when none is claimable.
+	// docs/metrics.md says why occurred_at and not next_attempt_at.
 	OldestReadyAge time.Duration `json:"oldest_ready_age_ns"`
 	// OldestParkedAge is the age (since occurred_at) of the oldest event that
 	// is backing off or held.
@@ -30,6 +34,41 @@ type Backlog struct {
 	OldestQuarantinedAge time.Duration `json:"oldest_quarantined_age_ns"`
 	// FailuresLastHour counts failed attempts by error class.
 	FailuresLastHour map[string]int64 `json:"failures_last_hour"`
+	// ReadyByClass counts the claimable events whose row carries an error
+	// class (what stopped them last), by class, with the oldest one's age
+	// since occurred_at. An event given back because of a Kafka
+	// configuration failure (docs/security.md) stays claimable with its
+	// class set and is logged nowhere else: this is where status finds it.
+	ReadyByClass map[string]ClassBacklog `json:"ready_by_class"`
+}
+
+// ClassBacklog is the claimable events of one error class.
+type ClassBacklog struct {
+	Events int64 `json:"events"`
+	// OldestAge is the time since the oldest one's occurred_at.
+	OldestAge time.Duration `json:"oldest_age_ns"`
+}
+
+// ScanClassBacklog reads the rows of a dialect's ready-by-class query
+// (error_class, count, oldest occurred_at) into into, ages measured at the
+// database's now, and closes rows.
+func ScanClassBacklog(rows *sql.Rows, now time.Time, into map[string]ClassBacklog) error {
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			class  string
+			c      ClassBacklog
+			oldest sql.NullTime
+		)
+		if err := rows.Scan(&class, &c.Events, &oldest); err != nil {
+			return err
+		}
+		if oldest.Valid {
+			c.OldestAge = max(now.Sub(oldest.Time), 0)
+		}
+		into[class] = c
+	}
+	return rows.Err()
 }
 
 // ReadBacklog measures the outbox.

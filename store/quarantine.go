@@ -23,8 +23,17 @@ type QuarantineFilter struct {
 	ErrorClass    string
 	// Since and Until bound quarantined_at.
 	Since, Until time.Time
+	// After, when set, lists only the events after it in the list's order
+	// (quarantined_at, id): the next page of a list.
+	After *QuarantineCursor
 	// Limit caps the result. Defaults to 100.
 	Limit int
+}
+
+// QuarantineCursor is a position in the quarantine list's order.
+type QuarantineCursor struct {
+	QuarantinedAt time.Time
+	ID            string
 }
 
 // QuarantineListLimitDefault is QuarantineFilter.Limit's default.
@@ -120,6 +129,11 @@ func (s *Store) ListQuarantined(ctx context.Context, f QuarantineFilter) ([]Quar
 		f.Limit = QuarantineListLimitDefault
 	}
 	f.Since, f.Until = f.Since.UTC(), f.Until.UTC()
+	if f.After != nil {
+		after := *f.After
+		after.QuarantinedAt = after.QuarantinedAt.UTC()
+		f.After = &after
+	}
 	list, err := s.dialect.ListQuarantined(ctx, s.db, f)
 	if err != nil {
 		return nil, fmt.Errorf("list quarantined: %w", err)

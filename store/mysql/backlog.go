@@ -9,16 +9,18 @@ import (
 )
 
 // ReadBacklog implements store.OperationsDialect. Every figure comes from
-// an indexed range (idx_ready, idx_failed_at); the ready rows are counted
-// from the index alone.
+// an indexed range (idx_ready, idx_failed_at); the ready rows are counted,
+// and their oldest occurred_at found, from the index alone.
 func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog, error) {
-	b := store.Backlog{FailuresLastHour: map[string]int64{}}
+	b := store.Backlog{FailuresLastHour: map[string]int64{}, ReadyByClass: map[string]store.ClassBacklog{}}
 	var (
 		now         time.Time
 		oldestReady sql.NullTime
 	)
-	// Covered by idx_ready: no row is read.
-	err := q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), COUNT(*), MIN(next_attempt_at)
+	// Covered by idx_ready (occurred_at is its last column): no row is read.
+	// The age counts from occurred_at, not next_attempt_at, which every
+	// release and retry moves (docs/metrics.md).
+	err := q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), COUNT(*), MIN(occurred_at)
 		FROM outbox_events FORCE INDEX (idx_ready)
 		WHERE published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)`).Scan(&now, &b.Ready, &oldestReady)
 	if err != nil {
@@ -58,6 +60,21 @@ func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog,
 	}
 	if oldestQuarantined.Valid {
 		b.OldestQuarantinedAge = max(now.Sub(oldestQuarantined.Time), 0)
+	}
+
+	// Ready rows with a class: given back by a configuration failure,
+	// retried after a backoff, released after a hold. This reads the rows
+	// of the ready range (error_class is in no index): as many as the
+	// claimable backlog, which relays keep small.
+	classes, err := q.QueryContext(ctx, `SELECT error_class, COUNT(*), MIN(occurred_at)
+		FROM outbox_events FORCE INDEX (idx_ready)
+		WHERE published_at IS NULL AND next_attempt_at <= ? AND error_class IS NOT NULL
+		GROUP BY error_class`, datetime(now))
+	if err != nil {
+		return b, err
+	}
+	if err := store.ScanClassBacklog(classes, now, b.ReadyByClass); err != nil {
+		return b, err
 	}
 
 	hourAgo := datetime(now.Add(-time.Hour))

@@ -52,6 +52,10 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 	if !f.Until.IsZero() {
 		add("e.quarantined_at < ?", datetime(f.Until))
 	}
+	if a := f.After; a != nil {
+		where = append(where, "(e.quarantined_at > ? OR (e.quarantined_at = ? AND e.id > ?))")
+		args = append(args, datetime(a.QuarantinedAt), datetime(a.QuarantinedAt), a.ID)
+	}
 	args = append(args, f.Limit)
 	rows, err := q.QueryContext(ctx, `
 		SELECT e.id, e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.event_type, e.attempts,

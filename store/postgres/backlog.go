@@ -11,12 +11,14 @@ import (
 // ReadBacklog implements store.OperationsDialect. Every figure comes from
 // an indexed range (idx_ready, idx_failures_failed_at).
 func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog, error) {
-	b := store.Backlog{FailuresLastHour: map[string]int64{}}
+	b := store.Backlog{FailuresLastHour: map[string]int64{}, ReadyByClass: map[string]store.ClassBacklog{}}
 	var (
 		now         time.Time
 		oldestReady sql.NullTime
 	)
-	err := q.QueryRowContext(ctx, `SELECT statement_timestamp(), count(*), min(next_attempt_at)
+	// The age counts from occurred_at, not next_attempt_at, which every
+	// release and retry moves (docs/metrics.md); idx_ready holds both.
+	err := q.QueryRowContext(ctx, `SELECT statement_timestamp(), count(*), min(occurred_at)
 		FROM outbox_events
 		WHERE published_at IS NULL AND next_attempt_at <= statement_timestamp()`).Scan(&now, &b.Ready, &oldestReady)
 	if err != nil {
@@ -51,6 +53,21 @@ func (Dialect) ReadBacklog(ctx context.Context, q store.Querier) (store.Backlog,
 	}
 	if oldestQuarantined.Valid {
 		b.OldestQuarantinedAge = max(now.Sub(oldestQuarantined.Time), 0)
+	}
+
+	// Ready rows with a class: given back by a configuration failure,
+	// retried after a backoff, released after a hold (error_class is in no
+	// index: this reads the claimable backlog's rows, which relays keep
+	// small).
+	classes, err := q.QueryContext(ctx, `SELECT error_class, count(*), min(occurred_at)
+		FROM outbox_events
+		WHERE published_at IS NULL AND next_attempt_at <= $1 AND error_class IS NOT NULL
+		GROUP BY error_class`, now)
+	if err != nil {
+		return b, err
+	}
+	if err := store.ScanClassBacklog(classes, now, b.ReadyByClass); err != nil {
+		return b, err
 	}
 
 	hourAgo := now.Add(-time.Hour)

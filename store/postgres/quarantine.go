@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,10 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 	}
 	if !f.Until.IsZero() {
 		add("e.quarantined_at < ?", f.Until.UTC())
+	}
+	if a := f.After; a != nil {
+		args = append(args, a.QuarantinedAt, a.ID)
+		where = append(where, fmt.Sprintf("(e.quarantined_at, e.id) > ($%d, $%d::uuid)", len(args)-1, len(args)))
 	}
 	args = append(args, f.Limit)
 	rows, err := q.QueryContext(ctx, `

@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/herald-outbox/herald/store"
+)
+
+var _ store.EventsDialect = Dialect{}
+
+// eventRowColumns are the columns of a list's rows: no payload, no headers.
+var eventRowColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
+	attempts, COALESCE(error_class, ''), COALESCE(last_error, ''), occurred_at, quarantined_at, published_at,
+	discarded_at, ` + finiteOrNull("next_attempt_at")
+
+// ReadEventWindow implements store.EventsDialect, walking the primary key
+// backwards (uuid order is the text's order).
+func (Dialect) ReadEventWindow(ctx context.Context, q store.Querier, w store.EventWindow) ([]store.EventRow, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if w.Before != "" {
+		add("id < $%d::uuid", w.Before)
+	}
+	if w.MinID != "" {
+		add("id >= $%d::uuid", w.MinID)
+	}
+	if w.MaxID != "" {
+		add("id < $%d::uuid", w.MaxID)
+	}
+	if w.AggregateType != "" {
+		add("aggregate_type = $%d", w.AggregateType)
+	}
+	if w.EventType != "" {
+		add("event_type = $%d", w.EventType)
+	}
+	query := `SELECT ` + eventRowColumns + ` FROM outbox_events`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, w.Limit)
+	return scanEventRows(q.QueryContext(ctx, query+fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args)), args...))
+}
+
+// ReadAggregateWindow implements store.EventsDialect.
+func (Dialect) ReadAggregateWindow(ctx context.Context, q store.Querier, w store.AggregateWindow) ([]store.EventRow, error) {
+	return scanEventRows(q.QueryContext(ctx, `SELECT `+eventRowColumns+`
+		FROM outbox_events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND aggregate_seq > $3
+		ORDER BY aggregate_type, aggregate_id, aggregate_seq LIMIT $4`,
+		w.Key.AggregateType, w.Key.AggregateID, int64(w.AfterSeq), w.Limit))
+}
+
+func scanEventRows(rows *sql.Rows, err error) ([]store.EventRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.EventRow
+	for rows.Next() {
+		var (
+			r                                 store.EventRow
+			quarantined, published, discarded sql.NullTime
+			next                              sql.NullTime
+		)
+		if err := rows.Scan(&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion,
+			&r.Attempts, &r.ErrorClass, &r.LastError, &r.OccurredAt, &quarantined, &published, &discarded,
+			&next); err != nil {
+			return nil, err
+		}
+		r.OccurredAt = r.OccurredAt.UTC()
+		r.Forever, r.NextAttemptAt = !next.Valid, next.Time.UTC()
+		r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ReadAuditLog implements store.EventsDialect, walking the primary key
+// backwards.
+func (Dialect) ReadAuditLog(ctx context.Context, q store.Querier, beforeID int64, limit int) ([]store.AuditEntry, error) {
+	query, args := `SELECT id, at, actor, action, COALESCE(event_id::text, ''), COALESCE(reason, ''), details FROM outbox_audit`, []any{}
+	if beforeID > 0 {
+		query += ` WHERE id < $1`
+		args = append(args, beforeID)
+	}
+	args = append(args, limit)
+	rows, err := q.QueryContext(ctx, query+fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.AuditEntry
+	for rows.Next() {
+		var a store.AuditEntry
+		var details []byte
+		if err := rows.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.EventID, &a.Reason, &details); err != nil {
+			return nil, err
+		}
+		a.At = a.At.UTC()
+		if details != nil {
+			a.Details = json.RawMessage(details)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ListReplayCheckpoints implements store.EventsDialect. The table holds a
+// row per replay ever run: small, read whole.
+func (Dialect) ListReplayCheckpoints(ctx context.Context, q store.Querier, limit int) ([]store.ReplayProgress, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, selection, replayed, finished_at IS NOT NULL, updated_at
+		FROM herald_replay_checkpoints ORDER BY updated_at DESC, name LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ReplayProgress
+	for rows.Next() {
+		var p store.ReplayProgress
+		var sel []byte
+		if err := rows.Scan(&p.Name, &sel, &p.Replayed, &p.Finished, &p.UpdatedAt); err != nil {
+			return nil, err
+		}
+		p.UpdatedAt = p.UpdatedAt.UTC()
+		if err := json.Unmarshal(sel, &p.Selection); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
