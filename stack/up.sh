@@ -32,6 +32,8 @@ install_packages() {
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
   command -v javac >/dev/null || missing+=(default-jdk-headless)
+  # The console's browser tests (chromedp drives Debian's chromium headless).
+  command -v chromium >/dev/null || missing+=(chromium)
   [ ${#missing[@]} -eq 0 ] && return 0
   step "install ${missing[*]} (apt)"
   [ "$(id -u)" = 0 ] || fail "installing ${missing[*]} needs root (apt-get)"

@@ -85,6 +85,7 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newMigrateCommand(), newTopicsCommand(), newRelayCommand(),
 		newQuarantineCommand(), newCleanupCommand(), newStatusCommand(), newReplayCommand(), newDrillCommand(), newDemoCommand())
+	root.AddCommand(newConsoleCommand())
 	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()
 	// cobra adds its completion command when the root executes; adding it
