@@ -20,6 +20,9 @@ import (
 // pageTimeout bounds the database work of one page.
 const pageTimeout = 10 * time.Second
 
+// kafkaTimeout bounds the Kafka part of the overview.
+const kafkaTimeout = 3 * time.Second
+
 // overviewCacheFor is how long one overview reading serves every page
 // that asks.
 const overviewCacheFor = time.Second
@@ -36,8 +39,11 @@ func (h *Handler) readOverview(ctx context.Context) (status.Report, error) {
 	defer cancel()
 	rep, err := status.Read(ctx, h.cfg.Store)
 	if err == nil && h.cfg.Kafka != nil {
-		// Kafka is reported on, not required, as in herald status.
-		_ = rep.ReadKafka(ctx, h.cfg.Kafka.Admin, h.cfg.Kafka.Topics, h.cfg.Kafka.Groups)
+		// Kafka is reported on, not required, as in herald status; an
+		// unanswering cluster holds the page up for a few seconds only.
+		kctx, kcancel := context.WithTimeout(ctx, kafkaTimeout)
+		_ = rep.ReadKafka(kctx, h.cfg.Kafka.Admin, h.cfg.Kafka.Topics, h.cfg.Kafka.Groups)
+		kcancel()
 	}
 	h.overview = &overviewCache{at: time.Now(), rep: rep, err: err}
 	return rep, err
