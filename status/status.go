@@ -71,6 +71,9 @@ type ConfigurationStop struct {
 type Report struct {
 	At      time.Time     `json:"at"`
 	Backlog store.Backlog `json:"backlog"`
+	// DeliveryDelay is from occurred_at to publication, over the newest
+	// events published in the last hour.
+	DeliveryDelay store.DeliveryDelay `json:"delivery_delay"`
 	// ConfigurationStops are Backlog.ReadyByClass's configuration
 	// classes, by class.
 	ConfigurationStops []ConfigurationStop `json:"configuration_stops"`
@@ -98,6 +101,9 @@ func Read(ctx context.Context, st *store.Store) (Report, error) {
 	var err error
 	if rep.Backlog, err = st.ReadBacklog(ctx); err != nil {
 		return rep, fmt.Errorf("backlog: %w", err)
+	}
+	if rep.DeliveryDelay, err = st.ReadDeliveryDelay(ctx); err != nil {
+		return rep, err
 	}
 	for class, c := range rep.Backlog.ReadyByClass {
 		if kafka.IsConfiguration(class) {

@@ -22,7 +22,7 @@ func (r Report) WriteText(out io.Writer) error {
 	fmt.Fprintf(w, "  (oldest of backing off/held)\t\t%s old\n", Age(b.OldestParkedAge))
 	fmt.Fprintf(w, "  quarantined\t%d\t%s old\n", b.Quarantined, Age(b.OldestQuarantinedAge))
 	fmt.Fprintf(w, "  discarded\t%d\t\n", b.Discarded)
-	fmt.Fprintf(w, "  published in the last hour\t%d\t\n\n", b.PublishedLastHour)
+	fmt.Fprintf(w, "  published in the last hour\t%d\t%s\n\n", b.PublishedLastHour, r.DeliveryDelay.Text())
 
 	if st := r.Stream; st != nil {
 		fmt.Fprintln(w, "STREAM (--source binlog)\t\t")

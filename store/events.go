@@ -47,9 +47,10 @@ const (
 	EventPageLimitDefault = 50
 	EventPageLimitMax     = 500
 	// EventScanWindow is the most rows one page of a search without an
-	// aggregate reads: filters no index serves (event type, state) are
-	// applied to this window, so a page costs a bounded index walk even
-	// when few rows match, and says where it stopped.
+	// aggregate reads: filters no index serves (aggregate type alone,
+	// event type, state) are applied to this window, so a page costs a
+	// bounded index walk however few rows match, and says where it
+	// stopped.
 	EventScanWindow = 2000
 )
 
@@ -129,10 +130,8 @@ type EventWindow struct {
 	// MinID and MaxID, when set, bound the ids: MinID included, MaxID
 	// excluded.
 	MinID, MaxID string
-	// AggregateType and EventType, when set, are matched exactly.
-	AggregateType string
-	EventType     string
-	// Limit is the most rows to read.
+	// Limit is the most rows to read: the other filters are the core's, so
+	// that a page's work stays bounded whatever they match.
 	Limit int
 }
 
@@ -160,6 +159,9 @@ type EventsDialect interface {
 	// ListReplayCheckpoints returns up to limit replay checkpoints, the
 	// most recently updated first.
 	ListReplayCheckpoints(ctx context.Context, q Querier, limit int) ([]ReplayProgress, error)
+	// ReadDeliveryDelays returns, for up to limit events published in the
+	// last window, newest first, the time from occurred_at to published_at.
+	ReadDeliveryDelays(ctx context.Context, q Querier, window time.Duration, limit int) ([]time.Duration, error)
 }
 
 // Summary is the row as a list shows it.
@@ -207,6 +209,9 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 		return page, nil
 	}
 	match := func(r EventRow) bool {
+		if search.AggregateType != "" && r.Key.AggregateType != search.AggregateType {
+			return false
+		}
 		if search.EventType != "" && r.EventType != search.EventType {
 			return false
 		}
@@ -231,7 +236,7 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 		page.fill(rows, limit, match, func(r EventRow) string { return strconv.FormatUint(r.Key.Seq, 10) }, len(rows) == EventScanWindow)
 		return page, nil
 	}
-	w := EventWindow{Before: cursor.id, AggregateType: search.AggregateType, EventType: search.EventType, Limit: EventScanWindow}
+	w := EventWindow{Before: cursor.id, Limit: EventScanWindow}
 	if !search.From.IsZero() {
 		w.MinID = uuidFloor(search.From)
 	}
@@ -432,4 +437,52 @@ func (s *Store) ListReplays(ctx context.Context, limit int) ([]ReplayProgress, e
 		list = []ReplayProgress{}
 	}
 	return list, nil
+}
+
+// DeliveryDelaySample is how many of the last hour's published events the
+// delivery delay is measured over (the newest).
+const DeliveryDelaySample = 10_000
+
+// DeliveryDelay is the delay from an event's occurred_at to its
+// publication, over the events published in the last hour.
+type DeliveryDelay struct {
+	// Events is how many were measured (at most DeliveryDelaySample).
+	Events int           `json:"events"`
+	P50    time.Duration `json:"p50_ns"`
+	P99    time.Duration `json:"p99_ns"`
+	Max    time.Duration `json:"max_ns"`
+}
+
+// ReadDeliveryDelay measures the delivery delay of the newest events
+// published in the last hour (Events is 0 when none was).
+func (s *Store) ReadDeliveryDelay(ctx context.Context) (DeliveryDelay, error) {
+	d, err := s.events()
+	if err != nil {
+		return DeliveryDelay{}, err
+	}
+	delays, err := d.ReadDeliveryDelays(ctx, s.db, time.Hour, DeliveryDelaySample)
+	if err != nil {
+		return DeliveryDelay{}, fmt.Errorf("delivery delay: %w", err)
+	}
+	if len(delays) == 0 {
+		return DeliveryDelay{}, nil
+	}
+	slices.Sort(delays)
+	at := func(q float64) time.Duration { return delays[min(len(delays)-1, int(q*float64(len(delays))))] }
+	return DeliveryDelay{Events: len(delays), P50: at(0.50), P99: at(0.99), Max: delays[len(delays)-1]}, nil
+}
+
+// Text says the delay in `herald status`'s words ("" when nothing was
+// published in the last hour).
+func (d DeliveryDelay) Text() string {
+	if d.Events == 0 {
+		return ""
+	}
+	round := func(d time.Duration) string {
+		if d < time.Second {
+			return d.Round(time.Millisecond).String()
+		}
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return fmt.Sprintf("delivery delay p50 %s, p99 %s (newest %d)", round(d.P50), round(d.P99), d.Events)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/herald-outbox/herald/store"
 )
@@ -35,12 +36,6 @@ func (Dialect) ReadEventWindow(ctx context.Context, q store.Querier, w store.Eve
 	}
 	if w.MaxID != "" {
 		add("id < ?", w.MaxID)
-	}
-	if w.AggregateType != "" {
-		add("aggregate_type = ?", w.AggregateType)
-	}
-	if w.EventType != "" {
-		add("event_type = ?", w.EventType)
 	}
 	query := `SELECT ` + eventRowColumns + ` FROM outbox_events FORCE INDEX (PRIMARY)`
 	if len(where) > 0 {
@@ -129,6 +124,29 @@ func (Dialect) ListReplayCheckpoints(ctx context.Context, q store.Querier, limit
 			return nil, err
 		}
 		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ReadDeliveryDelays implements store.EventsDialect: a backward walk of
+// idx_ready's published range, covered by it (published_at and
+// occurred_at are its columns).
+func (Dialect) ReadDeliveryDelays(ctx context.Context, q store.Querier, window time.Duration, limit int) ([]time.Duration, error) {
+	rows, err := q.QueryContext(ctx, `SELECT TIMESTAMPDIFF(MICROSECOND, occurred_at, published_at)
+		FROM outbox_events FORCE INDEX (idx_ready)
+		WHERE published_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+		ORDER BY published_at DESC LIMIT ?`, window.Microseconds(), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []time.Duration
+	for rows.Next() {
+		var us int64
+		if err := rows.Scan(&us); err != nil {
+			return nil, err
+		}
+		out = append(out, max(time.Duration(us)*time.Microsecond, 0))
 	}
 	return out, rows.Err()
 }

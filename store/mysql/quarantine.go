@@ -57,6 +57,10 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 		args = append(args, datetime(a.QuarantinedAt), datetime(a.QuarantinedAt), a.ID)
 	}
 	args = append(args, f.Limit)
+	// The page is chosen first (a derived table with its LIMIT), and the
+	// held events counted for its rows only: with the count in the select
+	// list of one query, MariaDB counted for every quarantined row before
+	// sorting (68 ms for 10 of 10,000, 19 ms so; the console's benchmark).
 	rows, err := q.QueryContext(ctx, `
 		SELECT e.id, e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.event_type, e.attempts,
 		       COALESCE(e.error_class, ''), COALESCE(e.last_error, ''), e.occurred_at, e.quarantined_at,
@@ -64,9 +68,12 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 		         WHERE h.aggregate_type = e.aggregate_type AND h.aggregate_id = e.aggregate_id
 		           AND h.aggregate_seq > e.aggregate_seq AND h.published_at IS NULL
 		           AND h.quarantined_at IS NULL AND h.discarded_at IS NULL)
-		FROM outbox_events e FORCE INDEX (idx_ready)
-		WHERE e.published_at IS NULL AND e.next_attempt_at = ? AND `+strings.Join(where, " AND ")+`
-		ORDER BY e.quarantined_at, e.id LIMIT ?`, args...)
+		FROM (SELECT e.id, e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.event_type, e.attempts,
+		             e.error_class, e.last_error, e.occurred_at, e.quarantined_at
+		      FROM outbox_events e FORCE INDEX (idx_ready)
+		      WHERE e.published_at IS NULL AND e.next_attempt_at = ? AND `+strings.Join(where, " AND ")+`
+		      ORDER BY e.quarantined_at, e.id LIMIT ?) e
+		ORDER BY e.quarantined_at, e.id`, args...)
 	if err != nil {
 		return nil, err
 	}

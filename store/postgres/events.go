@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/herald-outbox/herald/store"
 )
@@ -36,12 +37,6 @@ func (Dialect) ReadEventWindow(ctx context.Context, q store.Querier, w store.Eve
 	}
 	if w.MaxID != "" {
 		add("id < $%d::uuid", w.MaxID)
-	}
-	if w.AggregateType != "" {
-		add("aggregate_type = $%d", w.AggregateType)
-	}
-	if w.EventType != "" {
-		add("event_type = $%d", w.EventType)
 	}
 	query := `SELECT ` + eventRowColumns + ` FROM outbox_events`
 	if len(where) > 0 {
@@ -136,6 +131,29 @@ func (Dialect) ListReplayCheckpoints(ctx context.Context, q store.Querier, limit
 			return nil, err
 		}
 		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ReadDeliveryDelays implements store.EventsDialect: a backward walk of
+// idx_ready's published range (published_at and occurred_at are its
+// columns).
+func (Dialect) ReadDeliveryDelays(ctx context.Context, q store.Querier, window time.Duration, limit int) ([]time.Duration, error) {
+	rows, err := q.QueryContext(ctx, `SELECT (extract(epoch FROM published_at - occurred_at) * 1000000)::bigint
+		FROM outbox_events
+		WHERE published_at > statement_timestamp() - make_interval(secs => $1)
+		ORDER BY published_at DESC LIMIT $2`, window.Seconds(), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []time.Duration
+	for rows.Next() {
+		var us int64
+		if err := rows.Scan(&us); err != nil {
+			return nil, err
+		}
+		out = append(out, max(time.Duration(us)*time.Microsecond, 0))
 	}
 	return out, rows.Err()
 }

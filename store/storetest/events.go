@@ -282,3 +282,23 @@ func testQuarantineListPages(t *testing.T, h Harness) {
 		t.Errorf("paged %v, want %v", got, want)
 	}
 }
+
+// testDeliveryDelay: the delay from occurred_at to publication of the
+// events published in the last hour, by quantile.
+func testDeliveryDelay(t *testing.T, h Harness) {
+	if d, err := h.Store.ReadDeliveryDelay(ctx); err != nil || d.Events != 0 {
+		t.Fatalf("nothing published: %+v, %v", d, err)
+	}
+	old := h.add(t, orderEvents("d1")...)
+	h.Backdate(t, 10*time.Minute, old...) // occurred 10 minutes before it is published below
+	h.add(t, orderEvents("d2", "d3", "d4")...)
+	r := h.join(t, "relay-a", time.Minute)
+	r.quarantine(t) // publishes everything
+	d, err := h.Store.ReadDeliveryDelay(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Events != 4 || d.Max < 10*time.Minute || d.P50 > time.Minute || d.P99 < 10*time.Minute {
+		t.Errorf("delivery delay %+v; want 4 events, p50 under a minute, p99 and max about 10 minutes", d)
+	}
+}

@@ -103,6 +103,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"AuditLogPages", testAuditLogPages},
 		{"ListReplays", testListReplays},
 		{"QuarantineListPagesAfterACursor", testQuarantineListPages},
+		{"DeliveryDelayByQuantile", testDeliveryDelay},
 		{"CleanupDeletesOnlyPublishedPastRetention", testCleanup},
 		{"ReplayPagesInAggregateOrder", testReplayPages},
 		{"ReplayCheckpoints", testReplayCheckpoints},
