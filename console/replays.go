@@ -37,7 +37,10 @@ type runningReplay struct {
 	started  time.Time
 	cancel   context.CancelFunc
 	replayed atomic.Int64
-	done     chan struct{}
+	// cancelled: an operator (or Close) stopped it; whatever error the
+	// replay returned then is the cancellation's.
+	cancelled atomic.Bool
+	done      chan struct{}
 	// set before done is closed
 	ended time.Time
 	err   error
@@ -66,10 +69,10 @@ func (rs *replays) list() []replayView {
 		case <-r.done:
 			v.Running, v.Ended = false, r.ended
 			switch {
+			case r.cancelled.Load() || errors.Is(r.err, context.Canceled):
+				v.Outcome = "cancelled (the checkpoint resumes it)"
 			case r.err == nil:
 				v.Outcome = "finished"
-			case errors.Is(r.err, context.Canceled):
-				v.Outcome = "cancelled (the checkpoint resumes it)"
 			default:
 				v.Outcome = "failed: " + shorten(r.err.Error(), 300)
 			}
@@ -192,7 +195,7 @@ func (h *Handler) replayStart(w http.ResponseWriter, r *http.Request) {
 		runCancel()
 		rr.ended, rr.err = time.Now(), err
 		close(rr.done)
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil && !rr.cancelled.Load() && !errors.Is(err, context.Canceled) {
 			h.cfg.Logger.Error("console: replay failed", "checkpoint", name, "error", err.Error())
 		}
 	}()
@@ -209,8 +212,13 @@ func (h *Handler) replayCancel(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no replay %q runs in this console", shorten(name, 128)))
 		return
 	}
-	rr.cancel()
-	<-rr.done
+	select {
+	case <-rr.done: // it ended meanwhile: nothing to cancel
+	default:
+		rr.cancelled.Store(true)
+		rr.cancel()
+		<-rr.done
+	}
 	h.logAction(r, "replay cancelled", "checkpoint", name, "replayed", rr.replayed.Load())
 	http.Redirect(w, r, h.cfg.Prefix+"/replays", http.StatusSeeOther)
 }
@@ -225,6 +233,7 @@ func (h *Handler) Close() {
 	}
 	h.replays.mu.Unlock()
 	for _, r := range all {
+		r.cancelled.Store(true)
 		r.cancel()
 		<-r.done
 	}
