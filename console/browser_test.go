@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +190,7 @@ func TestBrowser(t *testing.T) {
 
 		adm := testenv.NewAdmin(t, brokers)
 		s := newSite(t, db, "/herald", func(cfg *console.Config) {
+			cfg.RefreshInterval = time.Second
 			cfg.Kafka = &console.KafkaConfig{Admin: adm, Topics: []string{topic}}
 			cfg.Replay = &console.ReplayConfig{Producer: producer, Admin: adm, Topics: map[string]string{"order": topic}}
 		})
@@ -214,6 +216,11 @@ func TestBrowser(t *testing.T) {
 		if quarantined != "1" {
 			t.Errorf("the overview shows %q quarantined, want 1", quarantined)
 		}
+		// The live part refreshes itself (console.js, the only script the
+		// Content-Security-Policy allows): its reading time moves.
+		first := value(t, b, "the reading time", chromedp.Text(chromedp.ID("read-at")))
+		run(t, b, "a live refresh", chromedp.Poll[chromedp.Void](`document.getElementById("read-at").textContent !== `+strconv.Quote(first),
+			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(200*time.Millisecond)))
 		if shots {
 			screenshot(t, b, "overview")
 		}

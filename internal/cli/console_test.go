@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,13 +52,17 @@ func TestConsoleAddressNeedsUsers(t *testing.T) {
 
 // TestConsoleCommandServes: herald console, with its users from the
 // environment, serves the health endpoints openly and every page only
-// after signing in; its log names no secret.
+// after signing in, over HTTPS with --tls-cert-file/--tls-key-file (its
+// session cookie then Secure); its log names no secret.
 func TestConsoleCommandServes(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	const secret = "operator-secret-canary"
+	ca := testenv.NewCA(t, "console test CA")
+	cert, key := ca.Issue(t, testenv.CertOptions{CommonName: "console", Hosts: []string{"127.0.0.1"}})
 	p := testenv.StartProcess(t, testenv.ProcessOptions{
 		Name: "herald-console", Path: testenv.HeraldBinary(t), Args: []string{"console", "--addr", "127.0.0.1:0", "--prefix", "/ops"},
-		Env:     []string{"HERALD_DATABASE_URL=" + d.DSN, consoleUsersEnv + "=operator alice " + secret, "HERALD_KAFKA_BROKERS=127.0.0.1:1"},
+		Env: []string{"HERALD_DATABASE_URL=" + d.DSN, consoleUsersEnv + "=operator alice " + secret, "HERALD_KAFKA_BROKERS=127.0.0.1:1",
+			"HERALD_CONSOLE_TLS_CERT_FILE=" + cert, "HERALD_CONSOLE_TLS_KEY_FILE=" + key},
 		DropEnv: []string{"HERALD_"},
 	})
 	p.WaitForLog(t, "console listening", 30*time.Second)
@@ -69,7 +76,17 @@ func TestConsoleCommandServes(t *testing.T) {
 			}
 		}
 	}
-	cl := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if !strings.HasPrefix(line.URL, "https://") {
+		t.Fatalf("the console serves %s, want https", line.URL)
+	}
+	pem, err := os.ReadFile(ca.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	cl := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	for path, want := range map[string]int{"healthz": 200, "readyz": 200, "": http.StatusSeeOther, "events": http.StatusSeeOther} {
 		resp, err := cl.Get(line.URL + path)
 		if err != nil {
@@ -89,6 +106,14 @@ func TestConsoleCommandServes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("the overview with basic auth: %d", resp.StatusCode)
+	}
+	login, err := cl.PostForm(line.URL+"login", map[string][]string{"name": {"alice"}, "password": {secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.Body.Close()
+	if c := login.Cookies(); login.StatusCode != http.StatusSeeOther || len(c) != 1 || !c[0].Secure || !c[0].HttpOnly || c[0].Path != "/ops/" {
+		t.Errorf("sign-in over HTTPS: %d, cookies %v; want one Secure, HttpOnly cookie for /ops/", login.StatusCode, c)
 	}
 	if strings.Contains(p.Log(), secret) {
 		t.Errorf("the secret shows in the console's log:\n%s", p.Log())
