@@ -19,11 +19,17 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// knownClasses are the error classes a quarantined event can carry (a
-// configuration failure never quarantines one).
+// knownClasses are the error classes a quarantined event can carry: every
+// class but the configuration ones, which never quarantine an event.
 func knownClasses() []string {
-	return []string{kafka.ClassBrokerUnavailable, kafka.ClassEncode, kafka.ClassInvalidRecord, kafka.ClassNoRoute,
-		kafka.ClassTimeout, kafka.ClassTooLarge, kafka.ClassUnknown, kafka.ClassUnknownTopic}
+	var out []string
+	for _, c := range kafka.Classes() {
+		if !kafka.IsConfiguration(c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // validateReason checks an action's reason: required, at most

@@ -170,13 +170,8 @@ console on a loopback address. See docs/console.md.`,
 	f.StringVar(&keyFile, "tls-key-file", "", "the certificate's private key (PEM)")
 	f.StringVar(&suffix, "suffix", ".replay", "replay topic = live topic + suffix, as for herald replay")
 	f.DurationVar(&refresh, "refresh", console.RefreshIntervalDefault, "how often the live parts of a page refresh")
-	env["addr"] = "HERALD_CONSOLE_ADDR"
-	env["prefix"] = "HERALD_CONSOLE_PREFIX"
-	env["users-file"] = "HERALD_CONSOLE_USERS_FILE"
-	env["tls-cert-file"] = "HERALD_CONSOLE_TLS_CERT_FILE"
-	env["tls-key-file"] = "HERALD_CONSOLE_TLS_KEY_FILE"
-	env["suffix"] = "HERALD_CONSOLE_REPLAY_SUFFIX"
-	env["refresh"] = "HERALD_CONSOLE_REFRESH"
+	// The console's own flags take the rule's variables (flags.go):
+	// HERALD_CONSOLE_ADDR, HERALD_CONSOLE_USERS_FILE, ...
 	env.bind(cmd)
 	return cmd
 }

@@ -89,6 +89,7 @@ var dbCommandArgs = map[string][]string{
 	"herald replay":             {"--from=1h", "--checkpoint=c"},
 	"herald drill":              nil,
 	"herald demo":               nil,
+	"herald console":            nil,
 }
 
 // TestDatabaseAddressRefusedUpFront: every command that takes

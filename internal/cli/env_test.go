@@ -18,9 +18,10 @@ import (
 )
 
 // flaglessVariables are the variables herald's commands read that have no
-// flag, on purpose: passwords, which a command line would show in every
-// process list (their files have flags).
-var flaglessVariables = []string{connenv.KafkaSASLPassword, connenv.MySQLPassword}
+// flag, on purpose: passwords and the console's users (with their
+// secrets), which a command line would show in every process list (their
+// files have flags).
+var flaglessVariables = []string{connenv.KafkaSASLPassword, connenv.MySQLPassword, consoleUsersEnv}
 
 // envValue is a value for a flag of f's type other than its default, and
 // how the flag prints it once set; ok is false for a type the test does
