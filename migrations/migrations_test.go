@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,6 +156,7 @@ func TestSchemasMatch(t *testing.T) {
 		if table == migrations.Herald.Table {
 			continue // goose's own table differs by dialect
 		}
+		cols = slices.DeleteFunc(cols, func(c string) bool { return mysqlOnly[table+"."+c] })
 		if got := columns[testenv.PostgreSQL][table]; fmt.Sprint(got) != fmt.Sprint(cols) {
 			t.Errorf("table %s: postgres columns %v, mysql %v", table, got, cols)
 		}
@@ -162,4 +164,12 @@ func TestSchemasMatch(t *testing.T) {
 	if len(columns[testenv.PostgreSQL]) != len(columns[testenv.MariaDB]) {
 		t.Errorf("postgres has %d tables, mysql %d", len(columns[testenv.PostgreSQL]), len(columns[testenv.MariaDB]))
 	}
+}
+
+// mysqlOnly are the columns only the MySQL schema has, and why.
+var mysqlOnly = map[string]bool{
+	// A virtual column, the key of idx_handed_over (MySQL has no partial
+	// index); PostgreSQL indexes the same rows with a partial index
+	// (migration 00007).
+	"outbox_events.handed_over_at": true,
 }

@@ -55,6 +55,10 @@ type Stream struct {
 	// CheckpointAge is the time since the position last moved; 0 before
 	// it ever did.
 	CheckpointAge time.Duration `json:"checkpoint_age_ns"`
+	// WatermarkAge is how far the watermark lags the clock: the untouched
+	// rows written before it are published (docs/design.md, section 9.3);
+	// 0 before it was ever set.
+	WatermarkAge time.Duration `json:"watermark_age_ns"`
 }
 
 // ConfigurationStop is the claimable events whose last release was a Kafka
@@ -197,6 +201,9 @@ func stream(ctx context.Context, st *store.Store) (*Stream, error) {
 	}
 	if !l.CheckpointedAt.IsZero() {
 		s.CheckpointAge = now.Sub(l.CheckpointedAt)
+	}
+	if !l.Watermark.IsZero() {
+		s.WatermarkAge = now.Sub(l.Watermark)
 	}
 	return s, nil
 }

@@ -17,6 +17,9 @@ func (r Report) WriteText(out io.Writer) error {
 	fmt.Fprintf(w, "herald status at %s\n\n", r.At.Format(time.RFC3339))
 	fmt.Fprintln(w, "OUTBOX BACKLOG\tEVENTS\tOLDEST")
 	fmt.Fprintf(w, "  ready (claimable)\t%d\t%s old\n", b.Ready, Age(b.OldestReadyAge))
+	if b.Streaming > 0 {
+		fmt.Fprintf(w, "  of which in the change stream\t%d\tpublished or on their way: the watermark passes them\n", b.Streaming)
+	}
 	fmt.Fprintf(w, "  backing off\t%d\t\n", b.BackingOff)
 	fmt.Fprintf(w, "  held behind their aggregate\t%d\t%d aggregate(s)\n", b.Held, b.HeldAggregates)
 	fmt.Fprintf(w, "  (oldest of backing off/held)\t\t%s old\n", Age(b.OldestParkedAge))
@@ -34,7 +37,11 @@ func (r Report) WriteText(out io.Writer) error {
 		default:
 			fmt.Fprintln(w, "  leader\t(none)\tnobody streams: the polling relays share the buckets")
 		}
-		fmt.Fprintf(w, "  position\t%s\tcheckpointed %s ago\n\n", st.Position, Age(st.CheckpointAge))
+		fmt.Fprintf(w, "  position\t%s\tcheckpointed %s ago\n", st.Position, Age(st.CheckpointAge))
+		if st.WatermarkAge > 0 {
+			fmt.Fprintf(w, "  watermark\t%s behind\tevents written before it are published\n", Age(st.WatermarkAge))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "RELAYS\tBUCKETS\tLEASE")
 	for _, rl := range r.Relays {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"database/sql"
 	"time"
 )
@@ -10,8 +11,11 @@ import (
 // what the relay's backlog gauges report. Dialects read every figure from
 // an indexed range.
 type Backlog struct {
-	// Unpublished rows by state.
+	// Unpublished rows by state. Under a change stream, Ready includes
+	// Streaming: the untouched rows from its watermark on, which the stream
+	// published or is about to (docs/design.md, section 9.4).
 	Ready       int64 `json:"ready"`
+	Streaming   int64 `json:"streaming"`
 	BackingOff  int64 `json:"backing_off"`
 	Held        int64 `json:"held"`
 	Quarantined int64 `json:"quarantined"`
@@ -73,7 +77,11 @@ func ScanClassBacklog(rows *sql.Rows, now time.Time, into map[string]ClassBacklo
 
 // ReadBacklog measures the outbox.
 func (s *Store) ReadBacklog(ctx context.Context) (Backlog, error) {
-	return s.dialect.ReadBacklog(ctx, s.db)
+	watermark, err := s.watermark(ctx)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("backlog: %w", err)
+	}
+	return s.dialect.ReadBacklog(ctx, s.db, watermark)
 }
 
 // Now reads the database clock.

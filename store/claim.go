@@ -35,7 +35,8 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if len(req.Ownership.Buckets) == 0 || req.Limit < 1 {
 		return claim, nil
 	}
-	ready := ReadyRequest{Limit: req.Limit, After: req.After, HandedOver: req.HandedOver}
+	ready := ReadyRequest{Limit: req.Limit, After: req.After, HandedOver: req.HandedOver, Watermark: req.Watermark}
+	rule := untouchedRule{all: req.HandedOver, below: req.Watermark}
 	if !req.Ownership.All() {
 		ready.Buckets = req.Ownership.List()
 	}
@@ -54,7 +55,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 			bucketOf[AggregateKey{e.AggregateType, e.AggregateID}] = e.Bucket
 			cands[i] = Candidate{ID: e.ID, Key: SeqKey{e.AggregateType, e.AggregateID, e.AggregateSeq}}
 		}
-		p, err := planClaim(cands, req.Limit-len(claim.Events), req.Policy, s.predecessors(ctx, req.Known), pollMode)
+		p, err := planClaim(cands, req.Limit-len(claim.Events), req.Policy, s.predecessors(ctx, req.Known, rule), pollMode)
 		if err != nil {
 			return claim, fmt.Errorf("claim: read predecessors: %w", err)
 		}
@@ -138,8 +139,26 @@ func (s *Store) fullEvents(ctx context.Context, p *plan, byID map[string]Event) 
 	return out, nil
 }
 
-// predecessors reads predecessors, asking known first.
-func (s *Store) predecessors(ctx context.Context, known *Known) predecessorReader {
+// untouchedRule says which untouched predecessors are done: published by
+// a change stream without a write of their own (docs/design.md, section
+// 9.4).
+type untouchedRule struct {
+	// all: every one (the stream passed it: the stream itself, and the
+	// polling path of its leader, which claims only what the stream handed
+	// over).
+	all bool
+	// below: those whose next_attempt_at is before the watermark (zero:
+	// none).
+	below time.Time
+}
+
+func (u untouchedRule) done(p Predecessor) bool {
+	return p.Untouched && (u.all || !u.below.IsZero() && p.NextAttempt.Before(u.below))
+}
+
+// predecessors reads predecessors, asking known first; an untouched one is
+// done as rule says.
+func (s *Store) predecessors(ctx context.Context, known *Known, rule untouchedRule) predecessorReader {
 	return func(keys []SeqKey) (time.Time, map[SeqKey]Predecessor, error) {
 		found := make(map[SeqKey]Predecessor, len(keys))
 		var unknown []SeqKey
@@ -158,6 +177,7 @@ func (s *Store) predecessors(ctx context.Context, known *Known) predecessorReade
 			return now, nil, err
 		}
 		for k, p := range read {
+			p.Done = p.Done || rule.done(p)
 			found[k] = p
 			if p.Done {
 				known.record(k)

@@ -53,7 +53,8 @@ type CleanupReport struct {
 
 // Cleanup deletes, in batches with pauses, the outbox events that are
 // published AND older than the retention (never an unpublished, quarantined
-// or discarded one), the failure records past the retention of events
+// or discarded one; a change stream's untouched rows below its watermark
+// are published), the failure records past the retention of events
 // published, discarded or deleted (never those of an event still
 // unpublished: an operator reads them in `herald quarantine show`), and
 // inbox rows older than the inbox retention. Events go first, so the
@@ -70,6 +71,18 @@ func (s *Store) Cleanup(ctx context.Context, req CleanupRequest) (CleanupReport,
 	cutoff := now.Add(-req.Retention)
 	if err := s.deleteInBatches(ctx, req, s.dialect.DeletePublished, cutoff, &rep, &rep.Events); err != nil {
 		return rep, fmt.Errorf("cleanup: events: %w", err)
+	}
+	// What a change stream published without a write: the untouched rows
+	// below its watermark (docs/design.md, invariant S2), past retention by
+	// their insert time.
+	w, err := s.watermark(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("cleanup: %w", err)
+	}
+	if !w.IsZero() {
+		if err := s.deleteInBatches(ctx, req, s.dialect.DeleteStreamed, minTime(w, cutoff), &rep, &rep.Events); err != nil {
+			return rep, fmt.Errorf("cleanup: streamed events: %w", err)
+		}
 	}
 	if err := s.deleteInBatches(ctx, req, s.dialect.DeleteFailures, cutoff, &rep, &rep.Failures); err != nil {
 		return rep, fmt.Errorf("cleanup: failure log: %w", err)
@@ -110,4 +123,11 @@ func (s *Store) deleteInBatches(ctx context.Context, req CleanupRequest,
 		}
 	}
 	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -68,6 +68,10 @@ type Predecessor struct {
 	// Forever: it will never become claimable by itself (quarantined,
 	// discarded, or held behind a quarantined event).
 	Forever bool
+	// Untouched: as its writer inserted it, written by no relay, stream or
+	// operator since (docs/design.md, section 9.2). Whether that means
+	// published is the core's to say (section 9.4).
+	Untouched bool
 }
 
 // ready says whether the predecessor could be claimed at now.
@@ -100,9 +104,15 @@ type ReadyRequest struct {
 	Exclude []AggregateKey
 	// After, when set, reads only events after it in claim order.
 	After *ReadyCursor
-	// HandedOver reads only events the change stream handed to the polling
-	// path (error_class set).
+	// HandedOver reads only the rows in the polling path's hands
+	// (error_class set: docs/design.md, rule T), as the leader of a change
+	// stream does.
 	HandedOver bool
+	// Watermark, when set, is a change stream's watermark: the untouched
+	// rows before it are published (docs/design.md, section 9.3), so the
+	// read takes the rows in the polling path's hands and the untouched
+	// rows at or after it.
+	Watermark time.Time
 	// Limit is the most events to read.
 	Limit int
 }
@@ -178,6 +188,10 @@ type StreamLease struct {
 	// when it was written.
 	Position       string
 	CheckpointedAt time.Time
+	// Watermark is the stream's watermark: every untouched row with
+	// next_attempt_at before it is published (docs/design.md, invariant
+	// S2). Zero while no stream has set one.
+	Watermark time.Time
 }
 
 // EventState is what the stream needs to know of an event it read.
@@ -190,19 +204,23 @@ type EventState struct {
 }
 
 // ScanStreamLease reads the row of a dialect's ReadStream query (the
-// database's now, leader, epoch, expires_at, position, checkpointed_at),
-// times in UTC. sql.ErrNoRows is returned as is, with a zero lease.
+// database's now, leader, epoch, expires_at, position, checkpointed_at,
+// watermark), times in UTC. sql.ErrNoRows is returned as is, with a zero
+// lease.
 func ScanStreamLease(row *sql.Row) (StreamLease, time.Time, error) {
 	var (
-		l                   StreamLease
-		now                 time.Time
-		leader, position    sql.NullString
-		expires, checkpoint sql.NullTime
+		l                              StreamLease
+		now                            time.Time
+		leader, position               sql.NullString
+		expires, checkpoint, watermark sql.NullTime
 	)
-	if err := row.Scan(&now, &leader, &l.Epoch, &expires, &position, &checkpoint); err != nil {
+	if err := row.Scan(&now, &leader, &l.Epoch, &expires, &position, &checkpoint, &watermark); err != nil {
 		return StreamLease{}, time.Time{}, err
 	}
 	l.Leader, l.Expires, l.Position, l.CheckpointedAt = leader.String, expires.Time.UTC(), position.String, checkpoint.Time.UTC()
+	if watermark.Valid {
+		l.Watermark = watermark.Time.UTC()
+	}
 	return l, now.UTC(), nil
 }
 
@@ -236,12 +254,29 @@ type StreamDialect interface {
 	ReadStream(ctx context.Context, q Querier) (StreamLease, time.Time, error)
 	// ReleaseStream frees the lease if relayID holds it.
 	ReleaseStream(ctx context.Context, q Querier, relayID string) error
-	// SaveCheckpoint writes position where relayID holds the lease at
-	// epoch, and says whether it did.
-	SaveCheckpoint(ctx context.Context, q Querier, relayID string, epoch uint64, position string) (bool, error)
+	// SaveCheckpoint writes cp's position, and its watermark when set
+	// (never moving the stored one back), where relayID holds the lease at
+	// cp.Epoch, and says whether it did.
+	SaveCheckpoint(ctx context.Context, q Querier, relayID string, cp Checkpoint) (bool, error)
+	// SampleWatermark takes a watermark sample (docs/design.md, section
+	// 9.3): At is a time such that every transaction that inserted a row
+	// with next_attempt_at before it has ended, once Ended says so.
+	SampleWatermark(ctx context.Context, q Querier) (WatermarkSample, error)
+	// WatermarkEnded says whether every transaction a sample waits for has
+	// ended.
+	WatermarkEnded(ctx context.Context, q Querier, s WatermarkSample) (bool, error)
 	// ReadStates reads the given events' states; an id missing from the
 	// map has no row visible to the read.
 	ReadStates(ctx context.Context, q Querier, ids []string) (map[string]EventState, error)
+}
+
+// WatermarkSample is a candidate watermark (docs/design.md, section 9.3).
+type WatermarkSample struct {
+	// At is the candidate, on the database clock.
+	At time.Time
+	// Wait is the dialect's token of the transactions to wait for (on
+	// PostgreSQL the snapshot's xmax); 0 when none is needed.
+	Wait uint64
 }
 
 // FailureUpdate is a failed event's new state.
@@ -315,8 +350,14 @@ type EventRow struct {
 // OperationsDialect serves the operators' tools: status, quarantine,
 // replay and cleanup.
 type OperationsDialect interface {
-	// ReadBacklog measures the outbox from indexed ranges.
-	ReadBacklog(ctx context.Context, q Querier) (Backlog, error)
+	// CountUnpublished counts the rows neither published nor discarded,
+	// the untouched ones before watermark (when set) counting as published;
+	// from indexed ranges.
+	CountUnpublished(ctx context.Context, q Querier, watermark time.Time) (int64, error)
+	// ReadBacklog measures the outbox from indexed ranges; with a
+	// watermark, the untouched rows before it are published and those from
+	// it on the change stream's (Backlog.Streaming).
+	ReadBacklog(ctx context.Context, q Querier, watermark time.Time) (Backlog, error)
 	// ListQuarantined returns quarantined (not discarded) events, oldest
 	// quarantine first, with the count of later events held behind each.
 	ListQuarantined(ctx context.Context, q Querier, f QuarantineFilter) ([]QuarantinedEvent, error)
@@ -342,8 +383,10 @@ type OperationsDialect interface {
 	AppendAudit(ctx context.Context, q Querier, a AuditRecord) error
 
 	// ReplayPage returns up to limit published events of sel after pos, in
-	// (aggregate_type, aggregate_id, aggregate_seq) order.
-	ReplayPage(ctx context.Context, q Querier, sel ReplaySelection, pos ReplayPosition, limit int) ([]Event, error)
+	// (aggregate_type, aggregate_id, aggregate_seq) order; with a
+	// watermark, the untouched rows before it count as published
+	// (docs/design.md, section 9.4).
+	ReplayPage(ctx context.Context, q Querier, sel ReplaySelection, pos ReplayPosition, limit int, watermark time.Time) ([]Event, error)
 	// LoadReplayCheckpoint reads a checkpoint as saved; found is false when
 	// there is none.
 	LoadReplayCheckpoint(ctx context.Context, q Querier, name string) (cp ReplayCheckpoint, found bool, err error)
@@ -353,6 +396,11 @@ type OperationsDialect interface {
 	// DeletePublished deletes up to limit published events with
 	// published_at before cutoff, and returns how many it deleted.
 	DeletePublished(ctx context.Context, q Querier, cutoff time.Time, limit int) (int64, error)
+	// DeleteStreamed deletes up to limit untouched rows (published by a
+	// change stream without a write of their own, docs/design.md section
+	// 9.2) whose next_attempt_at is before before, and returns how many it
+	// deleted.
+	DeleteStreamed(ctx context.Context, q Querier, before time.Time, limit int) (int64, error)
 	// DeleteFailures deletes up to limit failure-log rows before cutoff
 	// whose event is published, discarded or gone: the history of an event
 	// still unpublished (quarantined, held, retrying) is kept.

@@ -164,11 +164,12 @@ type EventsDialect interface {
 	ReadDeliveryDelays(ctx context.Context, q Querier, window time.Duration, limit int) ([]time.Duration, error)
 }
 
-// Summary is the row as a list shows it.
-func (r EventRow) Summary() EventSummary {
+// Summary is the row as a list shows it; watermark is the change
+// stream's (zero without one).
+func (r EventRow) Summary(watermark time.Time) EventSummary {
 	return EventSummary{
 		ID: r.ID, AggregateType: r.Key.AggregateType, AggregateID: r.Key.AggregateID, AggregateSeq: r.Key.Seq,
-		EventType: r.EventType, State: r.state(), Attempts: r.Attempts, ErrorClass: r.ErrorClass,
+		EventType: r.EventType, State: r.state(watermark), Attempts: r.Attempts, ErrorClass: r.ErrorClass,
 		LastError: r.LastError, OccurredAt: r.OccurredAt, PublishedAt: r.PublishedAt, QuarantinedAt: r.QuarantinedAt,
 	}
 }
@@ -197,6 +198,10 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 		limit = EventPageLimitDefault
 	}
 	page := EventPage{Events: []EventSummary{}}
+	watermark, err := s.watermark(ctx)
+	if err != nil {
+		return page, fmt.Errorf("search events: %w", err)
+	}
 	if search.EventID != "" {
 		row, err := s.dialect.ReadEvent(ctx, s.db, strings.ToLower(search.EventID), false)
 		if errors.Is(err, ErrEventNotFound) {
@@ -205,7 +210,7 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 		if err != nil {
 			return page, fmt.Errorf("search events: %w", err)
 		}
-		page.Events, page.Examined = append(page.Events, row.Summary()), 1
+		page.Events, page.Examined = append(page.Events, row.Summary(watermark)), 1
 		return page, nil
 	}
 	match := func(r EventRow) bool {
@@ -215,7 +220,7 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 		if search.EventType != "" && r.EventType != search.EventType {
 			return false
 		}
-		if search.State != "" && r.state() != search.State {
+		if search.State != "" && r.state(watermark) != search.State {
 			return false
 		}
 		if !search.From.IsZero() && r.ID < uuidFloor(search.From) || !search.To.IsZero() && r.ID >= uuidFloor(search.To) {
@@ -233,7 +238,7 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 		if err != nil {
 			return page, fmt.Errorf("search events: %w", err)
 		}
-		page.fill(rows, limit, match, func(r EventRow) string { return strconv.FormatUint(r.Key.Seq, 10) }, len(rows) == EventScanWindow)
+		page.fill(rows, limit, match, func(r EventRow) string { return strconv.FormatUint(r.Key.Seq, 10) }, len(rows) == EventScanWindow, watermark)
 		return page, nil
 	}
 	w := EventWindow{Before: cursor.id, Limit: EventScanWindow}
@@ -247,20 +252,20 @@ func (s *Store) SearchEvents(ctx context.Context, search EventSearch) (EventPage
 	if err != nil {
 		return page, fmt.Errorf("search events: %w", err)
 	}
-	page.fill(rows, limit, match, func(r EventRow) string { return r.ID }, len(rows) == EventScanWindow)
+	page.fill(rows, limit, match, func(r EventRow) string { return r.ID }, len(rows) == EventScanWindow, watermark)
 	return page, nil
 }
 
 // fill takes the matching rows of a window up to limit; Next is the last
 // row taken when the page is full, or the window's last row when the
 // window was full (more rows may follow it).
-func (p *EventPage) fill(rows []EventRow, limit int, match func(EventRow) bool, key func(EventRow) string, windowFull bool) {
+func (p *EventPage) fill(rows []EventRow, limit int, match func(EventRow) bool, key func(EventRow) string, windowFull bool, watermark time.Time) {
 	for i, r := range rows {
 		p.Examined = i + 1
 		if !match(r) {
 			continue
 		}
-		p.Events = append(p.Events, r.Summary())
+		p.Events = append(p.Events, r.Summary(watermark))
 		if len(p.Events) == limit {
 			if i < len(rows)-1 || windowFull {
 				p.Next = key(r)
@@ -350,13 +355,17 @@ func (s *Store) AggregateTimeline(ctx context.Context, key AggregateKey, afterSe
 	if err != nil {
 		return Timeline{}, fmt.Errorf("aggregate timeline: %w", err)
 	}
+	watermark, err := s.watermark(ctx)
+	if err != nil {
+		return Timeline{}, fmt.Errorf("aggregate timeline: %w", err)
+	}
 	tl := Timeline{Key: key, Events: []TimelineEvent{}}
 	if len(rows) > limit {
 		rows = rows[:limit]
 		tl.Next = rows[limit-1].Key.Seq
 	}
 	for _, r := range rows {
-		ev := TimelineEvent{EventSummary: r.Summary()}
+		ev := TimelineEvent{EventSummary: r.Summary(watermark)}
 		done := ev.State == StatePublished || ev.State == StateDiscarded
 		switch {
 		case tl.Head == "" && !done:

@@ -103,10 +103,15 @@ const (
 	StateQuarantined = "quarantined"
 	StateDiscarded   = "discarded"
 	StatePublished   = "published"
+	// StateStreaming: an untouched row at or after a change stream's
+	// watermark: published by the stream, or on its way (its checkpoint
+	// decides; docs/design.md, section 9.4).
+	StateStreaming = "streaming"
 )
 
-// state names a row's state.
-func (r EventRow) state() string {
+// state names a row's state; watermark is the change stream's (zero
+// without one).
+func (r EventRow) state(watermark time.Time) string {
 	switch {
 	case r.PublishedAt != nil:
 		return StatePublished
@@ -116,8 +121,14 @@ func (r EventRow) state() string {
 		return StateQuarantined
 	case r.ErrorClass == ErrorClassHeld:
 		return StateHeld
-	case r.ErrorClass != "" && r.ErrorClass != ErrorClassReleased:
+	case r.ErrorClass == ErrorClassReleased:
+		return StatePending
+	case r.ErrorClass != "":
 		return StateBackingOff
+	case !watermark.IsZero() && r.NextAttemptAt.Before(watermark):
+		return StatePublished // by the change stream (invariant S2)
+	case !watermark.IsZero():
+		return StateStreaming
 	}
 	return StatePending
 }
@@ -147,13 +158,17 @@ func (s *Store) ShowEvent(ctx context.Context, id string) (EventDetail, error) {
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("show event %s: %w", id, err)
 	}
+	watermark, err := s.watermark(ctx)
+	if err != nil {
+		return EventDetail{}, fmt.Errorf("show event %s: %w", id, err)
+	}
 	d := EventDetail{
 		QuarantinedEvent: QuarantinedEvent{
 			ID: row.ID, AggregateType: row.Key.AggregateType, AggregateID: row.Key.AggregateID,
 			AggregateSeq: row.Key.Seq, EventType: row.EventType, Attempts: row.Attempts,
 			ErrorClass: row.ErrorClass, LastError: row.LastError, OccurredAt: row.OccurredAt,
 		},
-		State: row.state(), SchemaVersion: row.SchemaVersion, Payload: row.Payload,
+		State: row.state(watermark), SchemaVersion: row.SchemaVersion, Payload: row.Payload,
 		PublishedAt: row.PublishedAt, DiscardedAt: row.DiscardedAt,
 	}
 	e := RawEvent{ID: row.ID, AggregateType: row.Key.AggregateType, AggregateID: row.Key.AggregateID,
@@ -237,7 +252,11 @@ func (s *Store) resolveQuarantine(ctx context.Context, id, actor, reason, action
 	if err != nil {
 		return ch, fmt.Errorf("%s %s: %w", action, id, err)
 	}
-	ch.State = row.state()
+	stream, _, err := s.dialect.ReadStream(ctx, tx)
+	if err != nil {
+		return ch, fmt.Errorf("%s %s: read the stream's watermark: %w", action, id, err)
+	}
+	ch.State = row.state(stream.Watermark)
 	if ch.State != StateQuarantined {
 		return ch, nil // nothing to do: idempotent
 	}

@@ -81,7 +81,11 @@ var ErrCheckpointMismatch = errors.New("checkpoint belongs to a different select
 // ReplayPage returns up to limit published events of sel after pos, in
 // aggregate order.
 func (s *Store) ReplayPage(ctx context.Context, sel ReplaySelection, pos ReplayPosition, limit int) ([]Event, error) {
-	page, err := s.dialect.ReplayPage(ctx, s.db, sel, pos, limit)
+	watermark, err := s.watermark(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("replay page: %w", err)
+	}
+	page, err := s.dialect.ReplayPage(ctx, s.db, sel, pos, limit, watermark)
 	if err != nil {
 		return nil, fmt.Errorf("replay page: %w", err)
 	}

@@ -15,7 +15,9 @@ const LastErrorMaxLen = 1000
 
 // Settle records a claimed batch's outcome in one transaction, fenced by
 // the buckets the claim was made under (docs/design.md, invariant F1):
-// acknowledged events are marked published, failed ones back off or are
+// acknowledged events are marked published (those of a change stream's
+// claim are published by the checkpoint instead, and left untouched),
+// failed ones back off or are
 // quarantined (and logged), and events not sent are given back, held behind
 // the failure before them. Events of buckets the relay lost are left alone
 // and counted in LostLeases.
@@ -46,7 +48,12 @@ func (s *Store) Settle(ctx context.Context, c Claim, out Outcome, policy OrderPo
 			published = append(published, id)
 		}
 	}
-	if len(published) > 0 {
+	if len(published) > 0 && c.streamed {
+		// Published by the checkpoint that follows them: the row stays
+		// untouched (docs/design.md, section 9.2).
+		res.Published = len(published)
+		touched += len(published)
+	} else if len(published) > 0 {
 		n, err := s.dialect.MarkPublished(ctx, tx, published)
 		if err != nil {
 			return res, fmt.Errorf("settle: mark %d published: %w", len(published), err)
@@ -111,7 +118,7 @@ func (s *Store) Settle(ctx context.Context, c Claim, out Outcome, policy OrderPo
 		}
 	}
 	if cp := out.Checkpoint; cp != nil {
-		ok, err := s.dialect.SaveCheckpoint(ctx, tx, c.Ownership.RelayID, cp.Epoch, cp.Position)
+		ok, err := s.dialect.SaveCheckpoint(ctx, tx, c.Ownership.RelayID, *cp)
 		if err != nil {
 			return res, fmt.Errorf("settle: checkpoint: %w", err)
 		}

@@ -60,9 +60,14 @@ type ClaimRequest struct {
 	// read ended (Claim.Next), past the rows of batches still being settled;
 	// nil starts from the oldest ready event.
 	After *ReadyCursor
-	// HandedOver claims only events the change stream handed to the
-	// polling path (docs/design.md, section 9.2), while a stream runs.
+	// HandedOver claims only the rows in the polling path's hands
+	// (error_class set), as a change stream's leader does
+	// (docs/design.md, section 9.4): their untouched predecessors are done.
 	HandedOver bool
+	// Watermark is the change stream's watermark (StreamLease.Watermark),
+	// zero without one: the untouched rows before it are published, and
+	// so are done predecessors (docs/design.md, section 9.4).
+	Watermark time.Time
 }
 
 // Claim is the result of one claim.
@@ -83,6 +88,10 @@ type Claim struct {
 	Next *ReadyCursor
 
 	known *Known
+	// streamed: planned from a change stream (PlanStream), whose
+	// acknowledged events are published by the checkpoint, not by a mark
+	// (docs/design.md, section 9.2).
+	streamed bool
 }
 
 // Failure is an event whose publication failed.
@@ -119,7 +128,8 @@ type Outcome struct {
 	Failed    []Failure
 	Unsent    []Unsent
 	// Checkpoint, when set, moves the change stream's position in the same
-	// transaction (docs/design.md, invariant S1).
+	// transaction (docs/design.md, invariant S1). Set it only past events
+	// that are published or, failed, released or held, written here.
 	Checkpoint *Checkpoint
 }
 
@@ -128,11 +138,16 @@ type Outcome struct {
 type Checkpoint struct {
 	Epoch    uint64
 	Position string
+	// Watermark, when set, is saved with the position (docs/design.md,
+	// section 9.3); the stored one never moves back.
+	Watermark time.Time
 }
 
 // Settled reports how a Settle went.
 type Settled struct {
-	// Published is the number of rows marked published.
+	// Published is the number of events published: rows marked, or the
+	// events of a change stream's claim, published by the checkpoint the
+	// settlement wrote.
 	Published int
 	// LostLeases counts events named in the outcome whose bucket the relay
 	// no longer owned (another relay took it over): their updates were

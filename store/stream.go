@@ -25,7 +25,7 @@ const visibleWait = 10 * time.Second
 // path, and returns the claim of the events to publish now.
 func (s *Store) PlanStream(ctx context.Context, own Ownership, events []Event, policy OrderPolicy, known *Known) (Claim, error) {
 	start := time.Now()
-	claim := Claim{Ownership: own, known: known}
+	claim := Claim{Ownership: own, known: known, streamed: true}
 	if len(events) == 0 {
 		return claim, nil
 	}
@@ -47,7 +47,7 @@ func (s *Store) PlanStream(ctx context.Context, own Ownership, events []Event, p
 	if len(cands) == 0 {
 		return claim, nil
 	}
-	p, err := planClaim(cands, len(cands), policy, s.predecessors(ctx, known), streamMode)
+	p, err := planClaim(cands, len(cands), policy, s.predecessors(ctx, known, untouchedRule{all: true}), streamMode)
 	if err != nil {
 		return claim, fmt.Errorf("stream: read predecessors: %w", err)
 	}
@@ -105,7 +105,7 @@ func (s *Store) visibleStates(ctx context.Context, events []Event) (map[string]E
 // SaveCheckpoint moves the change stream's position while the relay holds
 // the stream lease at epoch; ErrStreamLost when it does not.
 func (s *Store) SaveCheckpoint(ctx context.Context, relayID string, cp Checkpoint) error {
-	ok, err := s.dialect.SaveCheckpoint(ctx, s.db, relayID, cp.Epoch, cp.Position)
+	ok, err := s.dialect.SaveCheckpoint(ctx, s.db, relayID, cp)
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
@@ -122,4 +122,24 @@ func (s *Store) Stream(ctx context.Context) (StreamLease, time.Time, error) {
 		return l, now, fmt.Errorf("read the stream: %w", err)
 	}
 	return l, now, nil
+}
+
+// SampleWatermark takes a sample of the change stream's watermark
+// (docs/design.md, section 9.3).
+func (s *Store) SampleWatermark(ctx context.Context) (WatermarkSample, error) {
+	sample, err := s.dialect.SampleWatermark(ctx, s.db)
+	if err != nil {
+		return sample, fmt.Errorf("sample the watermark: %w", err)
+	}
+	return sample, nil
+}
+
+// WatermarkEnded says whether every transaction sample waits for has
+// ended.
+func (s *Store) WatermarkEnded(ctx context.Context, sample WatermarkSample) (bool, error) {
+	ended, err := s.dialect.WatermarkEnded(ctx, s.db, sample)
+	if err != nil {
+		return false, fmt.Errorf("watermark: %w", err)
+	}
+	return ended, nil
 }

@@ -20,12 +20,23 @@ var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type,
 
 // ClaimQuery reads the oldest ready events, walking idx_ready in index order
 // (no filesort). A backoff or a hold keeps next_attempt_at in the future and
-// quarantined rows sit at never, all outside the range. %s takes the bucket
-// and aggregate filters. Exported for tests that EXPLAIN it.
+// quarantined rows sit at never, all outside the range. %s takes the
+// bucket, cursor and aggregate filters. Exported for tests that EXPLAIN it.
 var ClaimQuery = `SELECT ` + readyColumns + `
 FROM outbox_events FORCE INDEX (idx_ready)
 WHERE published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)%s
 ORDER BY next_attempt_at, occurred_at, id
+LIMIT ?`
+
+// handedOverQuery reads the oldest ready rows in the polling path's hands
+// (error_class set: docs/design.md, rule T) through idx_handed_over, whose
+// key is next_attempt_at for exactly those rows: a change stream's
+// untouched rows are not in it. %s as in ClaimQuery, the cursor on
+// handed_over_at.
+var handedOverQuery = `SELECT ` + readyColumns + `
+FROM outbox_events FORCE INDEX (idx_handed_over)
+WHERE handed_over_at <= UTC_TIMESTAMP(6)%s
+ORDER BY handed_over_at, occurred_at, id
 LIMIT ?`
 
 // BucketOf implements store.ClaimDialect: MariaDB's and MySQL's CRC32 is
@@ -36,6 +47,37 @@ func (Dialect) BucketOf(aggregateType, aggregateID string) int {
 
 // ReadReady implements store.ClaimDialect.
 func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {
+	query, args := ReadyQuery(r)
+	return readEvents(ctx, q, query, args...)
+}
+
+// ReadyQuery is the statement ReadReady runs for r, and its arguments:
+// ClaimQuery; with r.HandedOver, handedOverQuery; with a watermark, both
+// (docs/design.md, section 9.4): the rows in the polling path's hands, and
+// the untouched rows at or after the watermark (those before it a change
+// stream published), each range walking its index, merged in claim order.
+// Exported for tests that EXPLAIN it.
+func ReadyQuery(r store.ReadyRequest) (string, []any) {
+	switch {
+	case r.HandedOver:
+		filter, args := readyFilter(r, "handed_over_at")
+		return fmt.Sprintf(handedOverQuery, filter), append(args, r.Limit)
+	case !r.Watermark.IsZero():
+		touched, args := readyFilter(r, "handed_over_at")
+		fresh, freshArgs := readyFilter(r, "next_attempt_at")
+		args = append(args, r.Limit, datetime(r.Watermark))
+		args = append(append(args, freshArgs...), r.Limit, r.Limit)
+		return "(" + fmt.Sprintf(handedOverQuery, touched) + ")\nUNION ALL\n(" +
+			fmt.Sprintf(ClaimQuery, " AND next_attempt_at >= ? AND error_class IS NULL"+fresh) + ")\n" +
+			"ORDER BY next_attempt_at, occurred_at, id LIMIT ?", args
+	}
+	filter, args := readyFilter(r, "next_attempt_at")
+	return fmt.Sprintf(ClaimQuery, filter), append(args, r.Limit)
+}
+
+// readyFilter is the bucket, cursor and aggregate filters of r, the cursor
+// on the index's time column at.
+func readyFilter(r store.ReadyRequest, at string) (string, []any) {
 	var filter strings.Builder
 	var args []any
 	if r.Buckets != nil {
@@ -44,15 +86,12 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 			args = append(args, b)
 		}
 	}
-	if r.HandedOver {
-		filter.WriteString(" AND error_class IS NOT NULL")
-	}
 	if c := r.After; c != nil {
 		// After (next_attempt_at, occurred_at, id), spelled out so the
-		// range stays on idx_ready (whose entries end with the id).
-		filter.WriteString(` AND (next_attempt_at > ? OR (next_attempt_at = ? AND (occurred_at > ? OR (occurred_at = ? AND id > ?))))`)
-		at, occurred := datetime(c.NextAttemptAt), datetime(c.OccurredAt)
-		args = append(args, at, at, occurred, occurred, c.ID)
+		// range stays on the index (whose entries end with the id).
+		fmt.Fprintf(&filter, ` AND (%[1]s > ? OR (%[1]s = ? AND (occurred_at > ? OR (occurred_at = ? AND id > ?))))`, at)
+		next, occurred := datetime(c.NextAttemptAt), datetime(c.OccurredAt)
+		args = append(args, next, next, occurred, occurred, c.ID)
 	}
 	if len(r.Exclude) > 0 {
 		filter.WriteString(" AND (aggregate_type, aggregate_id) NOT IN (")
@@ -65,7 +104,7 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 		}
 		filter.WriteString(")")
 	}
-	return readEvents(ctx, q, fmt.Sprintf(ClaimQuery, filter.String()), append(args, r.Limit)...)
+	return filter.String(), args
 }
 
 // ReadEvents implements store.ClaimDialect.
@@ -116,7 +155,7 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT UTC_TIMESTAMP(6), aggregate_type, aggregate_id, aggregate_seq, id,
-		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL, next_attempt_at
+		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL, next_attempt_at, ` + untouched + `
 		FROM outbox_events WHERE (aggregate_type, aggregate_id, aggregate_seq) IN (`)
 	args := make([]any, 0, 3*len(keys))
 	for i, k := range keys {
@@ -136,7 +175,7 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 		var k store.SeqKey
 		var p store.Predecessor
 		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined,
-			&p.NextAttempt); err != nil {
+			&p.NextAttempt, &p.Untouched); err != nil {
 			return now, nil, err
 		}
 		p.Forever = !p.NextAttempt.Before(never)

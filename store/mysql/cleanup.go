@@ -21,6 +21,15 @@ func (Dialect) DeletePublished(ctx context.Context, q store.Querier, cutoff time
 		`DELETE FROM outbox_events WHERE published_at IS NOT NULL AND published_at < ? AND id IN (%s)`)
 }
 
+// DeleteStreamed implements store.OperationsDialect: untouched rows walk
+// idx_ready's unpublished range from its oldest next_attempt_at.
+func (Dialect) DeleteStreamed(ctx context.Context, q store.Querier, before time.Time, limit int) (int64, error) {
+	return deleteBatch(ctx, q, before, limit, 1,
+		`SELECT id FROM outbox_events FORCE INDEX (idx_ready)
+		 WHERE published_at IS NULL AND next_attempt_at < ? AND `+untouched+` ORDER BY next_attempt_at LIMIT ?`,
+		`DELETE FROM outbox_events WHERE next_attempt_at < ? AND `+untouched+` AND id IN (%s)`)
+}
+
 // DeleteFailures implements store.OperationsDialect: idx_failed_at in
 // order, each failure's event by primary key. An event once published,
 // discarded or deleted stays so, so the DELETE need not check it again.

@@ -167,3 +167,53 @@ func TestConnOptionsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMinimalRowImage: a pool opened with MinimalRowImage logs a minimal
+// row image when herald's user may set it (the stack grants BINLOG ADMIN),
+// and the same login without the privilege gets a working pool that logs
+// the full image, no error.
+func TestMinimalRowImage(t *testing.T) {
+	d := testenv.NewDatabase(t)
+	ctx := context.Background()
+	image := func(dsn string, o mysql.ConnOptions) string {
+		t.Helper()
+		db, err := mysql.OpenWith(ctx, dsn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		db.SetMaxIdleConns(0) // each query on a new session: every session has it
+		var got string
+		for range 3 {
+			img, logBin, err := mysql.RowImage(ctx, db)
+			if err != nil || !logBin {
+				t.Fatalf("row image %q, binlog %v (%v)", img, logBin, err)
+			}
+			if got != "" && img != got {
+				t.Fatalf("the pool's sessions disagree: %s and %s", got, img)
+			}
+			got = img
+		}
+		return got
+	}
+	if got := image(d.DSN, mysql.ConnOptions{MinimalRowImage: true}); got != "MINIMAL" {
+		t.Errorf("with BINLOG ADMIN: binlog_row_image %s, want MINIMAL", got)
+	}
+	if got := image(d.DSN, mysql.ConnOptions{}); got != "FULL" {
+		t.Errorf("without asking: binlog_row_image %s, want the server's FULL", got)
+	}
+
+	const password = "s3cret-noadmin"
+	user := "herald_noadmin_" + d.Name[len(d.Name)-8:]
+	testenv.MariaDBRoot(t, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
+		"GRANT ALL PRIVILEGES ON `"+d.Name+"`.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	cfg, err := driver.ParseDSN(d.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User, cfg.Passwd = user, password
+	if got := image(cfg.FormatDSN(), mysql.ConnOptions{MinimalRowImage: true}); got != "FULL" {
+		t.Errorf("without BINLOG ADMIN: binlog_row_image %s, want FULL (and a working pool)", got)
+	}
+}

@@ -23,6 +23,10 @@ func NewStore(db *sql.DB) *store.Store {
 // Name returns "mysql".
 func (Dialect) Name() string { return "mysql" }
 
+// untouched says that a row is as its writer inserted it: no relay,
+// stream or operator wrote it since (docs/design.md, section 9.2, rule T).
+const untouched = `(published_at IS NULL AND error_class IS NULL AND quarantined_at IS NULL AND discarded_at IS NULL)`
+
 // never is the next_attempt_at of rows no claim may reach by itself
 // (quarantined and discarded events, and events held behind a quarantined
 // one): the largest DATETIME day, outside every claim's range.

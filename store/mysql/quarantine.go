@@ -180,14 +180,16 @@ func (Dialect) CountBehind(ctx context.Context, q store.Querier, k store.SeqKey,
 	return n, err
 }
 
-// ReleaseHeldBehind implements store.OperationsDialect.
+// ReleaseHeldBehind implements store.OperationsDialect. The rows stay
+// in the polling path's hands (docs/design.md, rule T).
 func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.SeqKey) error {
 	_, err := q.ExecContext(ctx, updateEvents+` SET next_attempt_at = UTC_TIMESTAMP(6), error_class = '`+store.ErrorClassReleased+`', last_error = NULL
 		WHERE `+heldBehindWhere, heldBehindArgs(k)...)
 	return err
 }
 
-// Requeue implements store.OperationsDialect.
+// Requeue implements store.OperationsDialect. The row stays in the
+// polling path's hands (docs/design.md, rule T).
 func (Dialect) Requeue(ctx context.Context, q store.Querier, id string) error {
 	_, err := q.ExecContext(ctx, updateEvents+` SET quarantined_at = NULL, next_attempt_at = UTC_TIMESTAMP(6),
 		attempts = 0, error_class = '`+store.ErrorClassReleased+`', last_error = NULL WHERE id = ?`, id)

@@ -15,7 +15,7 @@ import (
 )
 
 // ReplayPage implements store.OperationsDialect, walking uq_aggregate_seq.
-func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.ReplaySelection, pos store.ReplayPosition, limit int) ([]store.Event, error) {
+func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.ReplaySelection, pos store.ReplayPosition, limit int, watermark time.Time) ([]store.Event, error) {
 	// "After pos" spelled out: MariaDB scans the whole index for a row
 	// comparison (a, b, c) > (x, y, z), but ranges over this OR.
 	where := []string{"published_at IS NOT NULL", "id >= ?", "id < ?",
@@ -33,6 +33,13 @@ func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.Replay
 	if sel.EventType != "" {
 		where = append(where, "event_type = ?")
 		args = append(args, sel.EventType)
+	}
+	if !watermark.IsZero() {
+		// A change stream's untouched rows below its watermark are
+		// published (docs/design.md, invariant S2); the placeholder comes
+		// first in the statement.
+		where[0] = "(published_at IS NOT NULL OR next_attempt_at < ? AND " + untouched + ")"
+		args = append([]any{datetime(watermark)}, args...)
 	}
 	args = append(args, limit)
 	rows, err := q.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type,

@@ -25,7 +25,7 @@ func (d Dialect) ClaimStream(ctx context.Context, q store.Querier, relayID strin
 
 // ReadStream implements store.StreamDialect.
 func (Dialect) ReadStream(ctx context.Context, q store.Querier) (store.StreamLease, time.Time, error) {
-	l, now, err := store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), leader, epoch, expires_at, position, checkpointed_at
+	l, now, err := store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), leader, epoch, expires_at, position, checkpointed_at, watermark
 		FROM outbox_stream WHERE id = 1`))
 	if err == sql.ErrNoRows {
 		err = q.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now)
@@ -41,9 +41,14 @@ func (Dialect) ReleaseStream(ctx context.Context, q store.Querier, relayID strin
 }
 
 // SaveCheckpoint implements store.StreamDialect.
-func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID string, epoch uint64, position string) (bool, error) {
-	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_stream SET position = ?, checkpointed_at = UTC_TIMESTAMP(6)
-		WHERE id = 1 AND leader = ? AND epoch = ?`, position, relayID, epoch))
+func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID string, cp store.Checkpoint) (bool, error) {
+	var watermark any // NULL keeps the stored one
+	if !cp.Watermark.IsZero() {
+		watermark = datetime(cp.Watermark)
+	}
+	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_stream SET position = ?, checkpointed_at = UTC_TIMESTAMP(6),
+		    watermark = GREATEST(COALESCE(watermark, ?), COALESCE(?, watermark))
+		WHERE id = 1 AND leader = ? AND epoch = ?`, cp.Position, watermark, watermark, relayID, cp.Epoch))
 	if err != nil || n > 0 {
 		return n > 0, err
 	}
@@ -51,8 +56,29 @@ func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID stri
 	// still ours if the lease is.
 	var held int
 	err = q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_stream WHERE id = 1 AND leader = ? AND epoch = ?`,
-		relayID, epoch).Scan(&held)
+		relayID, cp.Epoch).Scan(&held)
 	return held > 0, err
+}
+
+// SampleWatermark implements store.StreamDialect: the start of the oldest
+// open InnoDB transaction, or now (docs/design.md, section 9.3). It needs
+// the PROCESS privilege (innodb_trx shows other sessions' transactions only
+// with it). trx_started has whole seconds in the server's system time
+// zone, so the age is measured on that zone's clock and rounded up by the
+// truncation: the sample is at or before the true start, and a second
+// before that.
+func (Dialect) SampleWatermark(ctx context.Context, q store.Querier) (store.WatermarkSample, error) {
+	var at time.Time
+	err := q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6) - INTERVAL COALESCE(
+		  (SELECT MAX(TIMESTAMPDIFF(MICROSECOND, trx_started, CONVERT_TZ(UTC_TIMESTAMP(6), '+00:00', 'SYSTEM')))
+		   FROM information_schema.innodb_trx), 0) MICROSECOND - INTERVAL 1 SECOND`).Scan(&at)
+	return store.WatermarkSample{At: at.UTC()}, err
+}
+
+// WatermarkEnded implements store.StreamDialect: a MySQL sample needs no
+// wait.
+func (Dialect) WatermarkEnded(context.Context, store.Querier, store.WatermarkSample) (bool, error) {
+	return true, nil
 }
 
 // ReadStates implements store.StreamDialect.

@@ -57,25 +57,51 @@ func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequ
 	return readEvents(ctx, q, query, args...)
 }
 
-// ReadyQuery is the statement ReadReady runs for r, and its arguments.
+// handedOverQuery reads the oldest ready rows in the polling path's hands
+// (error_class set: docs/design.md, rule T): its WHERE is
+// idx_handed_over's predicate, so the scan walks that partial index, which
+// a change stream's untouched rows are not in. %s and $1 as in claimQuery.
+var handedOverQuery = `SELECT ` + readyColumns + `
+FROM outbox_events
+WHERE published_at IS NULL AND error_class IS NOT NULL AND next_attempt_at <= statement_timestamp()%s
+ORDER BY next_attempt_at, occurred_at, id
+LIMIT $1`
+
+// ReadyQuery is the statement ReadReady runs for r, and its arguments:
+// claimQuery; with r.HandedOver, handedOverQuery; with a watermark, both
+// (docs/design.md, section 9.4): the rows in the polling path's hands, and
+// the untouched rows at or after the watermark (those before it a change
+// stream published), each range walking its index, merged in claim order.
 // Exported for tests that EXPLAIN it.
 func ReadyQuery(r store.ReadyRequest) (string, []any) {
-	var filter strings.Builder
 	args := []any{r.Limit}
 	param := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	filter := readyFilter(r, param)
+	switch {
+	case r.HandedOver:
+		return fmt.Sprintf(handedOverQuery, filter), args
+	case !r.Watermark.IsZero():
+		fresh := " AND next_attempt_at >= " + param(r.Watermark.UTC()) + "::timestamptz AND error_class IS NULL" + filter
+		return "(" + fmt.Sprintf(handedOverQuery, filter) + ")\nUNION ALL\n(" + fmt.Sprintf(claimQuery, fresh) + ")\n" +
+			"ORDER BY next_attempt_at, occurred_at, id LIMIT $1", args
+	}
+	return fmt.Sprintf(claimQuery, filter), args
+}
+
+// readyFilter is the bucket, cursor and aggregate filters of r, their
+// values bound with param.
+func readyFilter(r store.ReadyRequest, param func(any) string) string {
+	var filter strings.Builder
 	if r.Buckets != nil {
 		filter.WriteString(" AND " + bucketExpr + " = ANY(" + param(r.Buckets) + "::int[])")
 	}
-	if r.HandedOver {
-		filter.WriteString(" AND error_class IS NOT NULL")
-	}
 	if c := r.After; c != nil {
-		// A row comparison is an index condition of idx_ready: the scan
-		// starts after the cursor instead of wading through the rows
-		// before it.
+		// A row comparison is an index condition of idx_ready (and of
+		// idx_handed_over): the scan starts after the cursor instead of
+		// wading through the rows before it.
 		fmt.Fprintf(&filter, " AND (next_attempt_at, occurred_at, id) > (%s::timestamptz, %s::timestamptz, %s::uuid)",
 			param(c.NextAttemptAt.UTC()), param(c.OccurredAt.UTC()), param(c.ID))
 	}
@@ -87,7 +113,7 @@ func ReadyQuery(r store.ReadyRequest) (string, []any) {
 		fmt.Fprintf(&filter, " AND (aggregate_type, aggregate_id) NOT IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
 			param(types), param(ids))
 	}
-	return fmt.Sprintf(claimQuery, filter.String()), args
+	return filter.String()
 }
 
 // ReadEvents implements store.ClaimDialect.
@@ -134,7 +160,7 @@ func readEvents(ctx context.Context, q store.Querier, query string, args ...any)
 var predecessorsQuery = `
 SELECT statement_timestamp(), e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.id,
        e.published_at IS NOT NULL OR e.discarded_at IS NOT NULL, e.quarantined_at IS NOT NULL,
-       ` + finiteOrNull("e.next_attempt_at") + `
+       ` + finiteOrNull("e.next_attempt_at") + `, ` + untouched("e") + `
 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(aggregate_type, aggregate_id, aggregate_seq)
 JOIN outbox_events e ON e.aggregate_type = k.aggregate_type AND e.aggregate_id = k.aggregate_id
   AND e.aggregate_seq = k.aggregate_seq`
@@ -161,7 +187,8 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 			p    store.Predecessor
 			next sql.NullTime
 		)
-		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined, &next); err != nil {
+		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined, &next,
+			&p.Untouched); err != nil {
 			return now, nil, err
 		}
 		p.Forever, p.NextAttempt = !next.Valid, next.Time.UTC()

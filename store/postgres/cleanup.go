@@ -24,6 +24,14 @@ func (Dialect) DeletePublished(ctx context.Context, q store.Querier, cutoff time
 		ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC(), limit))
 }
 
+// DeleteStreamed implements store.OperationsDialect: untouched rows walk
+// idx_ready's unpublished range from its oldest next_attempt_at.
+func (Dialect) DeleteStreamed(ctx context.Context, q store.Querier, before time.Time, limit int) (int64, error) {
+	return affected(q.ExecContext(ctx, `DELETE FROM outbox_events WHERE id IN (
+		SELECT e.id FROM outbox_events e WHERE e.published_at IS NULL AND e.next_attempt_at < $1 AND `+untouched("e")+`
+		ORDER BY e.published_at, e.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, before.UTC(), limit))
+}
+
 // DeleteFailures implements store.OperationsDialect: idx_failures_failed_at
 // in order, each failure's event by primary key. An event once published,
 // discarded or deleted stays so.

@@ -37,6 +37,14 @@ func (Dialect) Now(ctx context.Context, q store.Querier) (time.Time, error) {
 	return now.UTC(), err
 }
 
+// untouched says that the row of alias is as its writer inserted it: no
+// relay, stream or operator wrote it since (docs/design.md, section 9.2,
+// rule T).
+func untouched(alias string) string {
+	return "(" + alias + ".published_at IS NULL AND " + alias + ".error_class IS NULL AND " +
+		alias + ".quarantined_at IS NULL AND " + alias + ".discarded_at IS NULL)"
+}
+
 // finiteOrNull is a nullable time: NULL for 'infinity'.
 func finiteOrNull(column string) string {
 	return "CASE WHEN isfinite(" + column + ") THEN " + column + " END"

@@ -178,7 +178,8 @@ func (Dialect) CountBehind(ctx context.Context, q store.Querier, k store.SeqKey,
 	return n, err
 }
 
-// ReleaseHeldBehind implements store.OperationsDialect.
+// ReleaseHeldBehind implements store.OperationsDialect. The rows stay
+// in the polling path's hands (docs/design.md, rule T).
 func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.SeqKey) error {
 	_, err := q.ExecContext(ctx, `UPDATE outbox_events
 		SET next_attempt_at = statement_timestamp(), error_class = '`+store.ErrorClassReleased+`', last_error = NULL
@@ -186,7 +187,8 @@ func (Dialect) ReleaseHeldBehind(ctx context.Context, q store.Querier, k store.S
 	return err
 }
 
-// Requeue implements store.OperationsDialect.
+// Requeue implements store.OperationsDialect. The row stays in the
+// polling path's hands (docs/design.md, rule T).
 func (Dialect) Requeue(ctx context.Context, q store.Querier, id string) error {
 	_, err := q.ExecContext(ctx, `UPDATE outbox_events SET quarantined_at = NULL, next_attempt_at = statement_timestamp(),
 		attempts = 0, error_class = '`+store.ErrorClassReleased+`', last_error = NULL WHERE id = $1`, id)

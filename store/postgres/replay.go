@@ -18,7 +18,7 @@ import (
 // ReplayPage implements store.OperationsDialect, walking uq_aggregate_seq.
 // PostgreSQL compares rows natively, so "after pos" is one row comparison
 // the index scan starts from.
-func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.ReplaySelection, pos store.ReplayPosition, limit int) ([]store.Event, error) {
+func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.ReplaySelection, pos store.ReplayPosition, limit int, watermark time.Time) ([]store.Event, error) {
 	where := []string{"published_at IS NOT NULL", "id >= $1", "id < $2",
 		"(aggregate_type, aggregate_id, aggregate_seq) > ($3, $4, $5)"}
 	args := []any{uuidFloor(sel.From), uuidFloor(sel.To), pos.AggregateType, pos.AggregateID, int64(pos.AggregateSeq)}
@@ -34,6 +34,13 @@ func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.Replay
 	}
 	if sel.EventType != "" {
 		add("event_type", sel.EventType)
+	}
+	if !watermark.IsZero() {
+		// A change stream's untouched rows below its watermark are
+		// published (docs/design.md, invariant S2).
+		args = append(args, watermark.UTC())
+		where[0] = "(published_at IS NOT NULL OR next_attempt_at < $" + strconv.Itoa(len(args)) + "::timestamptz AND " +
+			untouched("outbox_events") + ")"
 	}
 	args = append(args, limit)
 	rows, err := q.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type,

@@ -25,7 +25,7 @@ func (d Dialect) ClaimStream(ctx context.Context, q store.Querier, relayID strin
 
 // ReadStream implements store.StreamDialect.
 func (Dialect) ReadStream(ctx context.Context, q store.Querier) (store.StreamLease, time.Time, error) {
-	l, now, err := store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT statement_timestamp(), leader, epoch, expires_at, position, checkpointed_at
+	l, now, err := store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT statement_timestamp(), leader, epoch, expires_at, position, checkpointed_at, watermark
 		FROM outbox_stream WHERE id = 1`))
 	if err == sql.ErrNoRows {
 		err = q.QueryRowContext(ctx, "SELECT statement_timestamp()").Scan(&now)
@@ -43,10 +43,40 @@ func (Dialect) ReleaseStream(ctx context.Context, q store.Querier, relayID strin
 // SaveCheckpoint implements store.StreamDialect. PostgreSQL counts a row
 // the UPDATE matched even when nothing in it changes, so the count alone
 // says whether the lease is still ours.
-func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID string, epoch uint64, position string) (bool, error) {
-	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_stream SET position = $1, checkpointed_at = statement_timestamp()
-		WHERE id = 1 AND leader = $2 AND epoch = $3`, position, relayID, epoch))
+func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID string, cp store.Checkpoint) (bool, error) {
+	var watermark any // NULL keeps the stored one
+	if !cp.Watermark.IsZero() {
+		watermark = cp.Watermark.UTC()
+	}
+	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_stream SET position = $1, checkpointed_at = statement_timestamp(),
+		    watermark = GREATEST(watermark, $2::timestamptz)
+		WHERE id = 1 AND leader = $3 AND epoch = $4`, cp.Position, watermark, relayID, cp.Epoch))
 	return n > 0, err
+}
+
+// SampleWatermark implements store.StreamDialect with transaction ids, no
+// privilege needed (docs/design.md, section 9.3): the clock, then a
+// transaction id of the sample's own (ids are handed out in order, so
+// every transaction that had one when the clock was read has a smaller
+// one). The subquery is evaluated first (OFFSET 0 keeps it apart).
+// pg_snapshot_xmax would not do: it is the latest completed id plus one,
+// and transactions still running may hold ids above it.
+func (Dialect) SampleWatermark(ctx context.Context, q store.Querier) (store.WatermarkSample, error) {
+	var s store.WatermarkSample
+	var wait int64
+	err := q.QueryRowContext(ctx, `SELECT at, pg_current_xact_id()::text::bigint
+		FROM (SELECT clock_timestamp() AS at OFFSET 0) sample`).Scan(&s.At, &wait)
+	s.At, s.Wait = s.At.UTC(), uint64(wait)
+	return s, err
+}
+
+// WatermarkEnded implements store.StreamDialect: every transaction with an
+// id below the sample's has ended once the oldest one still running is
+// above it.
+func (Dialect) WatermarkEnded(ctx context.Context, q store.Querier, s store.WatermarkSample) (bool, error) {
+	var ended bool
+	err := q.QueryRowContext(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint > $1`, int64(s.Wait)).Scan(&ended)
+	return ended, err
 }
 
 // ReadStates implements store.StreamDialect.

@@ -87,6 +87,8 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"ClaimsContinueAfterTheirCursor", testClaimsContinueAfterTheirCursor},
 		{"OneStreamer", testOneStreamer},
 		{"StreamPlansAndHandsOver", testStreamPlansAndHandsOver},
+		{"StreamPublishesWithoutWriting", testStreamPublishesWithoutWriting},
+		{"WatermarkSampleWaitsForOpenTransactions", testWatermarkSampleWaitsForOpenTransactions},
 		{"ConcurrentRelaysDrainInOrder", testConcurrentRelaysDrainInOrder},
 		{"FailureBacksOffQuarantinesAndScrubs", testFailureBacksOffQuarantinesAndScrubs},
 		{"SuccessorsWaitBehindABackoff", testSuccessorsWaitBehindBackoff},

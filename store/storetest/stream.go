@@ -161,3 +161,182 @@ func testStreamPlansAndHandsOver(t *testing.T, h Harness) {
 		t.Errorf("checkpoint moved to %q by a fenced settlement", l.Position)
 	}
 }
+
+// sampleWatermark takes a watermark sample and waits until it may be used
+// (every transaction it waits for ended).
+func (h Harness) sampleWatermark(t testing.TB) store.WatermarkSample {
+	t.Helper()
+	s, err := h.Store.SampleWatermark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the sample's transactions ending", func() bool {
+		ended, err := h.Store.WatermarkEnded(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ended
+	})
+	return s
+}
+
+// testStreamPublishesWithoutWriting: a streamed batch Kafka acknowledged
+// is settled with its checkpoint and no write of its rows: they stay as
+// their writer inserted them (docs/design.md, section 9.2). Once a
+// watermark sampled after their commit is saved, every reader without the
+// stream takes them as published (S2): the event's state, the unpublished
+// count, a polling relay claiming while no stream leads (which also takes
+// them as done predecessors), replay and cleanup; an event committed after
+// the sample is "streaming", and that claim takes it.
+func testStreamPublishesWithoutWriting(t *testing.T, h Harness) {
+	early := h.add(t, orderEvents("a", "b")...)
+	// Written a minute ago: a sample lies behind the oldest open
+	// transaction, and a little more (MySQL: a second).
+	h.Backdate(t, time.Minute, early...)
+	r, rb := h.streamRelay(t, "streamer", time.Minute)
+	plan, err := h.Store.PlanStream(ctx, r.own, h.streamed(t, early...), store.OrderHold, r.known)
+	if err != nil || len(plan.Events) != 2 {
+		t.Fatalf("stream plan: %v events (%v), want both", len(plan.Events), err)
+	}
+	res := r.settle(t, plan, store.Outcome{Published: ids(plan.Events),
+		Checkpoint: &store.Checkpoint{Epoch: rb.Stream.Epoch, Position: "pos-1"}})
+	if res.Published != 2 || res.LostLeases != 0 {
+		t.Fatalf("settle: %+v, want 2 published", res)
+	}
+	for _, id := range early {
+		if d := h.show(t, id); d.PublishedAt != nil || d.ErrorClass != "" || d.Attempts != 0 || d.State != store.StatePending {
+			t.Errorf("streamed event %s was written: state %s, published %v, class %q, attempts %d",
+				id, d.State, d.PublishedAt, d.ErrorClass, d.Attempts)
+		}
+	}
+
+	sample := h.sampleWatermark(t)
+	late := h.add(t, orderEvents("a")...) // a#2, after the sample
+	if err := h.Store.SaveCheckpoint(ctx, "streamer", store.Checkpoint{Epoch: rb.Stream.Epoch, Position: "pos-2",
+		Watermark: sample.At}); err != nil {
+		t.Fatal(err)
+	}
+	// A watermark never moves back.
+	if err := h.Store.SaveCheckpoint(ctx, "streamer", store.Checkpoint{Epoch: rb.Stream.Epoch, Position: "pos-3",
+		Watermark: sample.At.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	row, _, err := h.Store.Stream(ctx)
+	if err != nil || !row.Watermark.Equal(sample.At) || row.Position != "pos-3" {
+		t.Fatalf("stream row: watermark %v, position %q (%v); want %v, pos-3", row.Watermark, row.Position, err, sample.At)
+	}
+	for _, id := range early {
+		if d := h.show(t, id); d.State != store.StatePublished {
+			t.Errorf("event %s below the watermark: state %s, want published", id, d.State)
+		}
+	}
+	if d := h.show(t, late[0]); d.State != store.StateStreaming {
+		t.Errorf("event %s after the watermark: state %s, want streaming", late[0], d.State)
+	}
+	if n, err := h.Store.CountUnpublished(ctx); err != nil || n != 1 {
+		t.Errorf("unpublished: %d (%v), want 1 (the event after the watermark)", n, err)
+	}
+	if b, err := h.Store.ReadBacklog(ctx); err != nil || b.Ready != 1 || b.Streaming != 1 || b.PublishedLastHour != 2 {
+		t.Errorf("backlog: ready %d, streaming %d, published in the hour %d (%v); want 1, 1 (the event after the "+
+			"watermark) and 2 (those below it)", b.Ready, b.Streaming, b.PublishedLastHour, err)
+	}
+
+	// The stream stops; a polling relay takes over from the watermark.
+	if err := h.Store.Leave(ctx, "streamer"); err != nil {
+		t.Fatal(err)
+	}
+	poll := h.join(t, "poll", time.Minute)
+	if !poll.own.All() {
+		t.Fatalf("the polling relay owns %d buckets once nobody streams, want all", len(poll.own.Buckets))
+	}
+	c, err := h.Store.Claim(ctx, store.ClaimRequest{Ownership: poll.own, Limit: 100, Policy: store.OrderHold,
+		Known: poll.known, Watermark: row.Watermark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(c.Events); len(got) != 1 || got[0] != late[0] || c.Held != 0 {
+		t.Fatalf("takeover claim: %v, held %d; want only %s (a#2: its predecessor a#1 is below the watermark, done)",
+			got, c.Held, late[0])
+	}
+
+	// Replay takes the events below the watermark as published.
+	page, err := h.Store.ReplayPage(ctx, store.ReplaySelection{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)},
+		store.ReplayPosition{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(page); len(got) != 2 || !slicesEqualSet(got, early) {
+		t.Errorf("replay page: %v, want the two events below the watermark %v", got, early)
+	}
+
+	// Cleanup deletes them once past retention; the later one stays.
+	h.Backdate(t, 2*time.Hour, early...)
+	rep, err := h.Store.Cleanup(ctx, store.CleanupRequest{Retention: time.Hour, BatchSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != 2 {
+		t.Errorf("cleanup deleted %d events, want the 2 below the watermark", rep.Events)
+	}
+	if d := h.show(t, late[0]); d.ID != late[0] {
+		t.Errorf("cleanup deleted the event after the watermark")
+	}
+}
+
+// testWatermarkSampleWaitsForOpenTransactions: the contract S2 rests on
+// (docs/design.md, section 9.3). While a transaction that inserted an
+// event is open, a sample either says it must wait for it, or lies at or
+// before the event's next_attempt_at; once the transaction commits, the
+// sample can be used.
+func testWatermarkSampleWaitsForOpenTransactions(t *testing.T, h Harness) {
+	w := h.writer(t)
+	tx, err := h.Store.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	open, err := w.Add(ctx, tx, orderEvents("open")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample, err := h.Store.SampleWatermark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endedWhileOpen, err := h.Store.WatermarkEnded(ctx, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	d := h.show(t, open[0])
+	if endedWhileOpen && (d.NextAttemptAt == nil || d.NextAttemptAt.Before(sample.At)) {
+		t.Fatalf("a usable sample at %v lies after the row of a transaction open when it was taken (next_attempt_at %v)",
+			sample.At, d.NextAttemptAt)
+	}
+	h.sampleWatermark(t) // and a sample is usable once nothing is open
+	testenv.Eventually(t, 10*time.Second, "the first sample usable once the transaction committed", func() bool {
+		ended, err := h.Store.WatermarkEnded(ctx, sample)
+		return err == nil && ended
+	})
+}
+
+func slicesEqualSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, x := range a {
+		seen[x]++
+	}
+	for _, x := range b {
+		seen[x]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -26,7 +26,8 @@ func (e *CheckError) Error() string {
 // ROW, binlog_row_image FULL, binlog_row_metadata FULL (rows are decoded by
 // column name, so an added column does not break decoding), the grants
 // REPLICATION SLAVE and BINLOG MONITOR (MariaDB) or REPLICATION CLIENT
-// (MySQL), and the table outbox_events. It returns nil or one *CheckError
+// (MySQL), PROCESS (the watermark reads the open transactions), and the
+// table outbox_events. It returns nil or one *CheckError
 // listing every problem; another error means the server could not be asked.
 func Check(ctx context.Context, db *sql.DB) error {
 	s, err := readServer(ctx, db)
@@ -52,8 +53,10 @@ type serverFacts struct {
 	variables map[string]string
 	// grants are the lines of SHOW GRANTS.
 	grants []string
-	// monitorErr is the error of SHOW BINARY LOGS (nil: allowed).
+	// monitorErr is the error of SHOW BINARY LOGS (nil: allowed), and
+	// processErr that of reading information_schema.innodb_trx.
 	monitorErr error
+	processErr error
 	// database is the connection's database ("" for none).
 	database string
 	// outbox says whether database has a table outbox_events.
@@ -97,6 +100,7 @@ func readServer(ctx context.Context, db *sql.DB) (serverFacts, error) {
 	// Probing beats parsing grants here: a role or SUPER may carry the
 	// privilege, and the probe answers for all of them.
 	_, s.monitorErr = queryStrings(ctx, db, "SHOW BINARY LOGS")
+	_, s.processErr = queryStrings(ctx, db, "SELECT COUNT(*) FROM information_schema.innodb_trx")
 	if s.database != "" {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
@@ -190,6 +194,15 @@ func judge(s serverFacts) []string {
 		fix("herald's user %s lacks %s (it reads the binlog's head and files%s): GRANT %s ON *.* TO %s", s.user, grant, also, grant, s.user)
 	default:
 		fix("SHOW BINARY LOGS failed: %v", s.monitorErr)
+	}
+
+	switch errno := serverErrno(s.processErr); {
+	case s.processErr == nil:
+	case errno == errSpecificAccessDenied:
+		fix("herald's user %s lacks PROCESS (the stream's watermark reads the open transactions in "+
+			"information_schema.innodb_trx; docs/design.md, section 9.3): GRANT PROCESS ON *.* TO %s", s.user, s.user)
+	default:
+		fix("reading information_schema.innodb_trx failed: %v", s.processErr)
 	}
 
 	switch {

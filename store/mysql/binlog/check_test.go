@@ -62,10 +62,11 @@ func TestCheckWithoutReplicationGrants(t *testing.T) {
 		t.Fatalf("Check: %v, want a *CheckError", err)
 	}
 	t.Log(err)
-	if len(ce.Problems) != 2 {
-		t.Errorf("%d problems, want 2 (REPLICATION SLAVE, BINLOG MONITOR)", len(ce.Problems))
+	if len(ce.Problems) != 3 {
+		t.Errorf("%d problems, want 3 (REPLICATION SLAVE, BINLOG MONITOR, PROCESS)", len(ce.Problems))
 	}
-	for _, want := range []string{"REPLICATION SLAVE", "BINLOG MONITOR", "REPLICATION CLIENT", "GRANT REPLICATION SLAVE ON *.* TO '" + user + "'@'127.0.0.1'"} {
+	for _, want := range []string{"REPLICATION SLAVE", "BINLOG MONITOR", "REPLICATION CLIENT", "GRANT REPLICATION SLAVE ON *.* TO '" + user + "'@'127.0.0.1'",
+		"GRANT PROCESS ON *.* TO '" + user + "'@'127.0.0.1'"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Check's error does not name %s", want)
 		}
@@ -98,7 +99,7 @@ func TestCheckWithoutReplicationSlave(t *testing.T) {
 	testenv.MariaDBRoot(t,
 		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+password+"'",
 		"GRANT ALL PRIVILEGES ON `"+e.db.Name+"`.* TO '"+user+"'@'127.0.0.1'",
-		"GRANT BINLOG MONITOR ON *.* TO '"+user+"'@'127.0.0.1'")
+		"GRANT BINLOG MONITOR, PROCESS ON *.* TO '"+user+"'@'127.0.0.1'")
 	t.Cleanup(func() { testenv.MariaDBRoot(t, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
 	cfg, err := driver.ParseDSN(e.db.DSN)
 	if err != nil {

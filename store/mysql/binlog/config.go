@@ -19,6 +19,7 @@ const (
 	ReconnectBackoffBaseDefault = 250 * time.Millisecond
 	ReconnectBackoffCapDefault  = 5 * time.Second
 	LagIntervalDefault          = time.Second
+	ChunkEventsDefault          = 500
 )
 
 // ServerIDMin is the smallest ServerID the default draws: replica ids of
@@ -63,6 +64,11 @@ type Config struct {
 	// LagInterval is how often the reader reads the server's binlog head
 	// for Lag. Defaults to 1s.
 	LagInterval time.Duration
+	// ChunkEvents is the most events of one transaction the reader holds:
+	// a larger transaction that the binlog says committed whole comes in
+	// chunks of this many (Tx without a Position) before its end
+	// (docs/design.md, section 9.7). Defaults to 500.
+	ChunkEvents int
 }
 
 // ConfigError is one invalid field of a Config (the same type as every
@@ -94,6 +100,9 @@ func (c Config) withDefaults() Config {
 	if c.LagInterval == 0 {
 		c.LagInterval = LagIntervalDefault
 	}
+	if c.ChunkEvents == 0 {
+		c.ChunkEvents = ChunkEventsDefault
+	}
 	return c
 }
 
@@ -120,6 +129,9 @@ func (c Config) Validate() error {
 	positive("ReconnectBackoffBase", c.ReconnectBackoffBase)
 	positive("ReconnectBackoffCap", c.ReconnectBackoffCap)
 	positive("LagInterval", c.LagInterval)
+	if c.ChunkEvents < 0 {
+		errs.Add("ChunkEvents", "must not be negative, got %d", c.ChunkEvents)
+	}
 	if c.HeartbeatPeriod > 0 && c.HeartbeatPeriod < time.Millisecond {
 		errs.Add("HeartbeatPeriod", "must be at least 1ms (the server's resolution), got %v", c.HeartbeatPeriod)
 	}

@@ -198,3 +198,51 @@ func parseMySQLGTIDs(s string) (*gomysql.MysqlGTIDSet, error) {
 	}
 	return ms, nil
 }
+
+// Reached reports whether p is at or past target: every transaction before
+// target is before p. Both must be of one kind: MariaDB GTID positions
+// compare by domain (p has each of target's domains at a sequence number
+// at least target's), MySQL GTID sets by inclusion, file positions by file
+// (the server numbers its binlog files in order) and offset.
+func (p Position) Reached(target Position) (bool, error) {
+	if p.kind != target.kind {
+		return false, fmt.Errorf("binlog: cannot compare %s with %s", p, target)
+	}
+	switch p.kind {
+	case kindMariaDB:
+		have, err := parseMariaDBGTIDs(p.gtid)
+		if err != nil {
+			return false, err
+		}
+		want, err := parseMariaDBGTIDs(target.gtid)
+		if err != nil {
+			return false, err
+		}
+		for _, w := range want {
+			i := slices.IndexFunc(have, func(h mariadbGTID) bool { return h.domain == w.domain })
+			if i < 0 || have[i].seq < w.seq {
+				return false, nil
+			}
+		}
+		return true, nil
+	case kindMySQL:
+		have, err := parseMySQLGTIDs(p.gtid)
+		if err != nil {
+			return false, err
+		}
+		want, err := parseMySQLGTIDs(target.gtid)
+		if err != nil {
+			return false, err
+		}
+		return have.Contain(want), nil
+	case kindFile:
+		if c := cmp.Compare(len(p.file), len(target.file)); c != 0 {
+			return c > 0, nil // mariadb-bin.999999 is followed by mariadb-bin.1000000
+		}
+		if c := cmp.Compare(p.file, target.file); c != 0 {
+			return c > 0, nil
+		}
+		return p.offset >= target.offset, nil
+	}
+	return false, errors.New("binlog: no position to compare")
+}

@@ -64,6 +64,9 @@ type Reader struct {
 	group group
 	// columns locates outbox_events' columns in its current table map.
 	columns *columnIndex
+	// prepared are the XA transactions prepared but not yet committed or
+	// rolled back, oldest first.
+	prepared []preparedXA
 	// lastReturn is when Next last returned a Tx (heartbeat pacing).
 	lastReturn time.Time
 	// reconnects counts connection attempts since the stream last
@@ -174,6 +177,9 @@ func (r *Reader) Next(ctx context.Context) (Tx, error) {
 			r.dropStream()
 			return Tx{}, err
 		}
+		if ok && tx.Position.IsZero() {
+			return tx, nil // a chunk: the position stays at the transaction's start
+		}
 		if ok {
 			r.from, r.cur.moved, r.lastReturn = tx.Position, false, time.Now()
 			return tx, nil
@@ -253,7 +259,9 @@ func (r *Reader) connect(ctx context.Context) error {
 		r.dropSyncer(s)
 		return err
 	}
-	r.stream, r.cur, r.group, r.columns = stream, cursorAt(r.from), group{}, nil
+	// From r.from, which lies before every XA transaction still prepared: the
+	// stream reads their first halves again.
+	r.stream, r.cur, r.group, r.columns, r.prepared = stream, cursorAt(r.from), group{}, nil, nil
 	r.lag.rotate(r.cur.file, r.cur.offset)
 
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)

@@ -3,6 +3,7 @@ package binlog_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -154,6 +155,7 @@ func TestRotation(t *testing.T) {
 		var positions []binlog.Position
 		for i, w := range want {
 			tx := nextEvents(t, r)
+		t.Logf("tx of %d events at %q", len(tx.Events), tx.Position)
 			sameIDs(t, fmt.Sprintf("transaction %d", i), ids(tx.Events), w)
 			positions = append(positions, tx.Position)
 		}
@@ -270,8 +272,10 @@ func TestCloseUnblocksNext(t *testing.T) {
 
 // TestXATransactions: an XA transaction committed in one phase is an
 // ordinary transaction; the rows of a prepared XA transaction are in the
-// binlog before anyone knows whether they commit, so the reader skips them
-// with a warning (they stay unpublished for the polling path) and goes on.
+// binlog before anyone knows whether they commit: the reader keeps them
+// and hands them out at the XA COMMIT (at its position), drops them at
+// an XA ROLLBACK, and while one is prepared hands out no position past the
+// one before it (a reader opened there reads it again).
 func TestXATransactions(t *testing.T) {
 	e := newEnv(t)
 	var logs syncBuffer
@@ -279,46 +283,69 @@ func TestXATransactions(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	r := openWith(t, cfg, e.head(t))
 	ctx := context.Background()
-	conn, err := e.db.DB.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// A session with a prepared XA transaction can do nothing else until it
+	// ends: x1 has a connection of its own.
+	conns := make([]*sql.Conn, 2)
+	for i := range conns {
+		c, err := e.db.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
 	}
-	defer conn.Close()
 	// The trigger takes only UUIDs as ids: each name stands for one.
 	idOf := map[string]string{}
-	insert := func(name string) {
+	insert := func(c *sql.Conn, name string) {
 		t.Helper()
 		idOf[name] = uuid.NewString()
-		if _, err := conn.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
+		if _, err := c.ExecContext(ctx, `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq,
 			event_type, schema_version, payload, occurred_at, next_attempt_at)
 			VALUES (?, 'order', ?, 1, 'order.created', 1, '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`, idOf[name], name); err != nil {
 			t.Fatal(err)
 		}
 	}
-	exec := func(stmts ...string) {
+	exec := func(c *sql.Conn, stmts ...string) {
 		t.Helper()
 		for _, s := range stmts {
-			if _, err := conn.ExecContext(ctx, s); err != nil {
+			if _, err := c.ExecContext(ctx, s); err != nil {
 				t.Fatalf("%s: %v", s, err)
 			}
 		}
 	}
-	exec("XA START 'x1'")
-	insert("xa-two-phase")
-	exec("XA END 'x1'", "XA PREPARE 'x1'", "XA COMMIT 'x1'")
-	exec("XA START 'x2'")
-	insert("xa-one-phase")
-	exec("XA END 'x2'", "XA COMMIT 'x2' ONE PHASE")
-	exec("XA START 'x3'")
-	insert("xa-rolled-back")
-	exec("XA END 'x3'", "XA PREPARE 'x3'", "XA ROLLBACK 'x3'")
+	// XA ids are the server's: unique per run.
+	x := func(n int) string { return fmt.Sprintf("'%s-x%d'", e.db.Name, n) }
+	before := e.head(t)
+	exec(conns[0], "XA START "+x(1))
+	insert(conns[0], "xa-two-phase")
+	exec(conns[0], "XA END "+x(1), "XA PREPARE "+x(1))
+	exec(conns[1], "XA START "+x(2))
+	insert(conns[1], "xa-one-phase")
+	exec(conns[1], "XA END "+x(2), "XA COMMIT "+x(2)+" ONE PHASE")
+	exec(conns[0], "XA COMMIT "+x(1))
+	exec(conns[1], "XA START "+x(3))
+	insert(conns[1], "xa-rolled-back")
+	exec(conns[1], "XA END "+x(3), "XA PREPARE "+x(3), "XA ROLLBACK "+x(3))
 	last := e.write(t, orderEvent("after", 1))
 
-	sameIDs(t, "one-phase XA", ids(nextEvents(t, r).Events), []string{idOf["xa-one-phase"]})
-	sameIDs(t, "after the XA transactions", ids(nextEvents(t, r).Events), last)
-	if n := strings.Count(logs.String(), "outbox events of an XA transaction skipped"); n != 2 {
-		t.Errorf("%d warnings about skipped XA transactions, want 2:\n%s", n, logs.String())
+	oneTx := nextEvents(t, r)
+	sameIDs(t, "one-phase XA", ids(oneTx.Events), []string{idOf["xa-one-phase"]})
+	twoTx := nextEvents(t, r)
+	sameIDs(t, "two-phase XA, at its commit", ids(twoTx.Events), []string{idOf["xa-two-phase"]})
+	if reached, err := oneTx.Position.Reached(before); err != nil || !reached {
+		t.Errorf("position %s (while x1 was prepared) is before %s, taken before x1 began (%v)", oneTx.Position, before, err)
 	}
+	if reached, err := oneTx.Position.Reached(twoTx.Position); err != nil || reached {
+		t.Errorf("with x1 prepared, the one-phase transaction's position %s is past x1's commit %s (%v)",
+			oneTx.Position, twoTx.Position, err)
+	}
+	sameIDs(t, "after the XA transactions (x3 rolled back)", ids(nextEvents(t, r).Events), last)
+
+	// Opened at the position handed out while x1 was prepared, a reader
+	// reads x1 again.
+	again := openWith(t, cfg, oneTx.Position)
+	sameIDs(t, "one-phase XA, again", ids(nextEvents(t, again).Events), []string{idOf["xa-one-phase"]})
+	sameIDs(t, "two-phase XA, again", ids(nextEvents(t, again).Events), []string{idOf["xa-two-phase"]})
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test.
@@ -416,4 +443,45 @@ func TestUnixSocket(t *testing.T) {
 	if bytes, _ := r.Lag(); bytes < 0 {
 		t.Errorf("lag bytes %d over the socket", bytes)
 	}
+}
+
+// TestLargeTransactionComesInChunks: a transaction of more events than
+// ChunkEvents that the binlog says committed whole (MariaDB's
+// transactional flag) is handed out in chunks as it is decoded, each
+// without a position (none inside a transaction can be resumed from),
+// then its end with the position after it; together, every event in
+// insert order (docs/design.md, section 9.7).
+func TestLargeTransactionComesInChunks(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.ChunkEvents = 100
+	r := openWith(t, cfg, e.head(t))
+	events := make([]outbox.Event, 250)
+	for i := range events {
+		events[i] = orderEvent(fmt.Sprintf("agg-%d", i*7/len(events)), i) // in the writer's insert order: by aggregate
+	}
+	want := e.write(t, events...)
+	var got []string
+	chunks := 0
+	for {
+		tx := next(t, r)
+		if len(got) == 0 && tx.IsHeartbeat() {
+			continue // before the transaction
+		}
+		got = append(got, ids(tx.Events)...)
+		if !tx.Position.IsZero() {
+			break // its end (with the last events, or none when the chunks took them all)
+		}
+		chunks++
+		if len(tx.Events) < cfg.ChunkEvents {
+			t.Errorf("a chunk of %d events, want at least %d", len(tx.Events), cfg.ChunkEvents)
+		}
+		if len(got) > len(want) {
+			t.Fatalf("%d events read, the transaction has %d", len(got), len(want))
+		}
+	}
+	if chunks < 2 {
+		t.Errorf("%d chunks before the transaction's end, want 2 (250 events, 100 a chunk)", chunks)
+	}
+	sameIDs(t, "the chunks and the end together", got, want)
 }

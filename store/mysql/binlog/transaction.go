@@ -1,8 +1,9 @@
 package binlog
 
 import (
+	"encoding/binary"
 	"fmt"
-	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,14 +15,17 @@ import (
 )
 
 // Tx is one committed transaction's inserts into outbox_events, in insert
-// order, or, with no Events, a heartbeat that only moves the position
-// forward (the server was idle, or its transactions wrote no outbox).
+// order, or a chunk of them, or, with no Events, a heartbeat that only
+// moves the position forward (the server was idle, or its transactions
+// wrote no outbox).
 type Tx struct {
 	// Events are the transaction's new outbox rows, as the polling path's
 	// claim would return them (Attempts 0).
 	Events []store.Event
 	// Position is right after this transaction: a Reader opened from it
-	// never returns this transaction again.
+	// never returns this transaction again. It is zero for a chunk of a
+	// transaction larger than Config.ChunkEvents that more of it follows:
+	// a position inside a transaction cannot be resumed from.
 	Position Position
 	// CommitTime is the server's commit time of the transaction (of the
 	// last transaction Position covers, for a heartbeat): to the second on
@@ -92,7 +96,29 @@ type group struct {
 	// commitTime is MySQL 8's commit timestamp from the GTID event.
 	commitTime time.Time
 	events     []store.Event
+	// whole: the binlog says the group committed whole (a MariaDB GTID
+	// event flagged transactional, not XA), so its rows may be handed out
+	// before its end; chunked says some were.
+	whole   bool
+	chunked bool
+	// start is the position before the group.
+	start Position
 }
+
+// preparedXA is the first half of an XA transaction: its outbox rows,
+// held until its XA COMMIT or XA ROLLBACK, and the position before it.
+type preparedXA struct {
+	xid    string
+	events []store.Event
+	before Position
+}
+
+// MariaDB's GTID event flags for the two halves of an XA transaction
+// (go-mysql names only the others).
+const (
+	flPreparedXA  = 64
+	flCompletedXA = 128
+)
 
 type savepoint struct {
 	name   string
@@ -118,6 +144,10 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		r.begin()
 		r.group.mariadb = &mariadbGTID{domain: e.GTID.DomainID, server: e.GTID.ServerID, seq: e.GTID.SequenceNumber}
 		r.group.standalone = e.IsStandalone()
+		// A transactional group is logged at its commit, only if it
+		// commits, with nothing a ROLLBACK TO undid (that is logged only
+		// beside a non-transactional table): every row in it counts.
+		r.group.whole = e.Flags&replication.BINLOG_MARIADB_FL_TRANSACTIONAL != 0 && e.Flags&(flPreparedXA|flCompletedXA) == 0
 		// MariaDB writes no BEGIN (nor XA START): the GTID event of a group
 		// that is not a single statement opens the transaction.
 		r.group.began = !r.group.standalone
@@ -134,7 +164,15 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		tx, ok := r.commit(h, true)
 		return tx, ok, nil
 	case *replication.RowsEvent:
-		return Tx{}, false, r.rows(e)
+		if err := r.rows(e); err != nil {
+			return Tx{}, false, err
+		}
+		if g := &r.group; g.whole && len(g.events) >= r.cfg.ChunkEvents {
+			chunk := g.events
+			g.events, g.chunked = nil, true
+			return Tx{Events: chunk}, true, nil
+		}
+		return Tx{}, false, nil
 	case *replication.TransactionPayloadEvent:
 		// MySQL's compressed transaction: its events, at the payload's end.
 		for _, inner := range e.Events {
@@ -153,7 +191,7 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		return Tx{}, false, nil
 	case *replication.GenericEvent:
 		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
-			return r.endXAPrepare(h)
+			return r.endXAPrepare(h, e.Data)
 		}
 	}
 	if !r.group.open && h.LogPos > 0 {
@@ -169,7 +207,7 @@ func (r *Reader) begin() {
 		r.cfg.Logger.Warn("binlog: transaction without commit event dropped", "events", len(r.group.events),
 			"position", r.cur.position().String())
 	}
-	r.group = group{open: true}
+	r.group = group{open: true, start: r.cur.position()}
 }
 
 func (r *Reader) beginMySQL(e *replication.GTIDEvent, tag gomysql.Tag) {
@@ -199,11 +237,25 @@ func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
 		// table after the savepoint: the outbox rows between the savepoint
 		// and here are in the binlog but were rolled back.
 		r.group.rollbackTo(savepointName(strings.Replace(stmt, "ROLLBACK TO SAVEPOINT ", "ROLLBACK TO ", 1), "ROLLBACK TO "))
-	case r.group.began && strings.HasPrefix(stmt, "XA COMMIT"):
-		// XA COMMIT ... ONE PHASE: the transaction commits in this group.
-		tx, ok := r.commit(h, true)
+	case strings.HasPrefix(stmt, "XA COMMIT"):
+		// The second half of a prepared XA transaction: its rows commit
+		// here, at this position. Or XA COMMIT ... ONE PHASE: the
+		// transaction commits in this group.
+		if !r.group.open {
+			r.begin()
+		}
+		if p, ok := r.takePrepared(xaID(stmt, "XA COMMIT")); ok {
+			r.group.events = append(p.events, r.group.events...)
+			tx, ok := r.commit(h, true)
+			return tx, ok, nil
+		}
+		tx, ok := r.commit(h, r.group.began)
 		return tx, ok, nil
-	case r.group.began && strings.HasPrefix(stmt, "XA ROLLBACK"):
+	case strings.HasPrefix(stmt, "XA ROLLBACK"):
+		if !r.group.open {
+			r.begin()
+		}
+		r.takePrepared(xaID(stmt, "XA ROLLBACK"))
 		tx, ok := r.commit(h, false)
 		return tx, ok, nil
 	case stmt == "COMMIT":
@@ -308,8 +360,8 @@ func (r *Reader) commit(h *replication.EventHeader, deliver bool) (Tx, bool) {
 	r.cur.moved = true
 	r.reconnects = 0
 	r.lag.read(r.cur.file, r.cur.offset, r.cur.commit)
-	if deliver && len(g.events) > 0 {
-		return Tx{Events: g.events, Position: r.cur.position(), CommitTime: r.cur.commit}, true
+	if deliver && (len(g.events) > 0 || g.chunked) {
+		return Tx{Events: g.events, Position: r.position(), CommitTime: r.cur.commit}, true
 	}
 	if time.Since(r.lastReturn) >= r.cfg.HeartbeatPeriod {
 		return r.heartbeat(), true
@@ -319,18 +371,64 @@ func (r *Reader) commit(h *replication.EventHeader, deliver bool) (Tx, bool) {
 
 // endXAPrepare ends the first half of an XA transaction. Its rows are
 // committed or rolled back later by an XA COMMIT or XA ROLLBACK that
-// carries no rows, so the stream cannot tell whether they count: they are
-// skipped here and, unpublished, left to the polling path.
-func (r *Reader) endXAPrepare(h *replication.EventHeader) (Tx, bool, error) {
-	if n := len(r.group.events); n > 0 {
-		r.cfg.Logger.Warn("binlog: outbox events of an XA transaction skipped; the polling path publishes them",
-			slog.Int("events", n), slog.String("position", r.cur.position().String()))
+// carries no rows: the reader keeps them until then, and until then hands
+// out no position past the one before them (a stream resumed from there
+// reads the prepared half again; docs/design.md, section 9.7).
+func (r *Reader) endXAPrepare(h *replication.EventHeader, data []byte) (Tx, bool, error) {
+	if g := r.group; len(g.events) > 0 {
+		xid, err := preparedXID(data)
+		if err != nil {
+			return Tx{}, false, &decodeError{fmt.Errorf("binlog: XA PREPARE at %s: %w", r.cur.position(), err)}
+		}
+		r.prepared = append(r.prepared, preparedXA{xid: xid, events: g.events, before: g.start})
 	}
 	tx, ok := r.commit(h, false)
 	return tx, ok, nil
 }
 
+// preparedXID reads the XA transaction id of an XA_PREPARE_LOG_EVENT's
+// body (one_phase, formatID, gtrid and bqual lengths, their bytes) as the
+// server writes it in XA COMMIT and XA ROLLBACK, upper case: X'gtrid',X'bqual',formatID.
+func preparedXID(data []byte) (string, error) {
+	if len(data) < 13 {
+		return "", fmt.Errorf("XA_PREPARE event of %d bytes", len(data))
+	}
+	format := binary.LittleEndian.Uint32(data[1:])
+	gtrid, bqual := int(binary.LittleEndian.Uint32(data[5:])), int(binary.LittleEndian.Uint32(data[9:]))
+	if gtrid < 0 || bqual < 0 || len(data) < 13+gtrid+bqual {
+		return "", fmt.Errorf("XA_PREPARE event of %d bytes names an id of %d+%d bytes", len(data), gtrid, bqual)
+	}
+	id := data[13:]
+	return fmt.Sprintf("X'%X',X'%X',%d", id[:gtrid], id[gtrid:gtrid+bqual], format), nil
+}
+
+// takePrepared removes the prepared XA transaction xid and returns it.
+func (r *Reader) takePrepared(xid string) (preparedXA, bool) {
+	for i, p := range r.prepared {
+		if p.xid == xid {
+			r.prepared = slices.Delete(r.prepared, i, i+1)
+			return p, true
+		}
+	}
+	return preparedXA{}, false
+}
+
+// xaID is the XA transaction id after the statement's keyword, as the
+// server writes it in each of the transaction's statements (X'..',X'..',n).
+func xaID(stmt, keyword string) string {
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(stmt, keyword)), "ONE PHASE"))
+}
+
+// position is where a stream may resume from now: after the last
+// transaction read, or before the oldest XA transaction still prepared.
+func (r *Reader) position() Position {
+	if len(r.prepared) > 0 {
+		return r.prepared[0].before
+	}
+	return r.cur.position()
+}
+
 // heartbeat is a Tx without events at the cursor.
 func (r *Reader) heartbeat() Tx {
-	return Tx{Position: r.cur.position(), CommitTime: r.cur.commit}
+	return Tx{Position: r.position(), CommitTime: r.cur.commit}
 }

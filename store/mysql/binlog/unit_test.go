@@ -222,6 +222,8 @@ func TestJudge(t *testing.T) {
 			s.flavor = gomysql.MySQLFlavor
 			s.variables["log_bin"] = "OFF"
 		}), []string{"([mysqld] section)"}},
+		{"no process privilege", facts(func(s *serverFacts) { s.processErr = denied }),
+			[]string{"lacks PROCESS (the stream's watermark reads the open transactions in information_schema.innodb_trx; docs/design.md, section 9.3): GRANT PROCESS ON *.* TO 'herald'@'%'"}},
 		{"no database", facts(func(s *serverFacts) { s.database, s.outbox = "", false }),
 			[]string{"the connection has no database: name the outbox's database in the DSN"}},
 		{"no outbox", facts(func(s *serverFacts) { s.outbox = false }),
@@ -230,10 +232,10 @@ func TestJudge(t *testing.T) {
 			s.variables = map[string]string{"log_bin": "OFF", "binlog_format": "STATEMENT", "binlog_row_image": "MINIMAL",
 				"binlog_row_metadata": "NO_LOG"}
 			s.grants = []string{"GRANT USAGE ON *.* TO `herald`@`%`"}
-			s.monitorErr = denied
+			s.monitorErr, s.processErr = denied, denied
 			s.outbox = false
 		}), []string{"log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "REPLICATION SLAVE",
-			"BINLOG MONITOR", "outbox_events"}},
+			"BINLOG MONITOR", "PROCESS", "outbox_events"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judge(tc.s)
