@@ -178,9 +178,37 @@ func (lw *liveWriter) wait(t *testing.T) (committed int, rolledBack []string) {
 func (e *env) waitDrained(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	testenv.WaitFor(t, timeout, "every event published", func() (bool, string) {
-		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.unpublished(t)
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
+}
+
+// unpublished counts the events not published yet, by the store's rule: a
+// change stream's untouched rows count until its watermark passes them
+// (docs/design.md, section 9.4).
+func (e *env) unpublished(t *testing.T) int64 {
+	t.Helper()
+	n, err := e.db.Store().CountUnpublished(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// published reads which events are published, with the verifier's own SQL.
+func (e *env) published(t *testing.T) map[string]bool {
+	t.Helper()
+	rows, err := verify.LoadOutbox(context.Background(), e.db.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, r := range rows {
+		if r.Published {
+			out[r.ID] = true
+		}
+	}
+	return out
 }
 
 // verifyTopic reads the topic with kcat and checks it against the outbox:

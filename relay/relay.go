@@ -38,6 +38,10 @@ type Store interface {
 	SaveCheckpoint(ctx context.Context, relayID string, cp store.Checkpoint) error
 	// Stream reads the change stream's row.
 	Stream(ctx context.Context) (store.StreamLease, time.Time, error)
+	// SampleWatermark and WatermarkEnded take the change stream's
+	// watermark samples (docs/design.md, section 9.3).
+	SampleWatermark(ctx context.Context) (store.WatermarkSample, error)
+	WatermarkEnded(ctx context.Context, s store.WatermarkSample) (bool, error)
 }
 
 // Relay claims committed outbox events of the buckets it owns, publishes
@@ -76,14 +80,12 @@ type Relay struct {
 	streamer *streamer
 }
 
-// settling is a clean batch (every event acknowledged) whose marks are
-// written while the next batch is claimed and produced.
+// settling is a clean batch of the polling path (every event
+// acknowledged) whose marks are written while the next batch is claimed
+// and produced. A change stream's clean batch writes nothing.
 type settling struct {
 	done chan struct{}
 	err  error
-	// streamed: the batch came from the change stream (its settlement
-	// carries the checkpoint).
-	streamed bool
 }
 
 // Producer is the part of a franz-go client the relay uses; *kgo.Client
@@ -117,7 +119,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err := r.awaitSettle(); err != nil {
 				r.log.Error("settling the last batch failed; its events will be published again", "error", err)
 			}
-			r.stopStream()
+			r.finishStream(ctx)
 			r.leave(ctx)
 			r.log.Info("relay stopped")
 			return nil
@@ -286,7 +288,7 @@ func (r *Relay) pollOnce(ctx context.Context, handedOver bool) (int, error) {
 	}
 	claim, err := r.store.Claim(ctx, store.ClaimRequest{
 		Ownership: r.own, Limit: r.cfg.BatchSize, Policy: r.cfg.OrderPolicy, Known: r.known, After: r.cursor,
-		HandedOver: handedOver,
+		HandedOver: handedOver, Watermark: r.stream.Watermark,
 	})
 	if err != nil {
 		return 0, err
@@ -303,7 +305,7 @@ func (r *Relay) pollOnce(ctx context.Context, handedOver bool) (int, error) {
 	err = r.publishAndSettle(ctx, claim, batchPoints{source: SourcePoll,
 		afterPlan: failpoint.RelayAfterClaim, beforePublish: failpoint.RelayBeforePublish,
 		afterAck: failpoint.RelayAfterAckBeforeMark,
-	}, nil, r.cursor != nil)
+	}, r.cursor != nil)
 	return len(claim.Events) + claim.Held, err
 }
 
@@ -317,10 +319,33 @@ const (
 	SourceStream = "stream"
 )
 
-// publishAndSettle publishes a planned batch and settles it with
-// checkpoint, if any. With pipeline, a clean batch (every event
-// acknowledged) settles in the background while the relay goes on.
-func (r *Relay) publishAndSettle(ctx context.Context, claim store.Claim, fp batchPoints, checkpoint *store.Checkpoint, pipeline bool) error {
+// publishAndSettle publishes a claimed batch and settles it. With
+// pipeline, a clean batch (every event acknowledged) settles in the
+// background while the relay goes on.
+func (r *Relay) publishAndSettle(ctx context.Context, claim store.Claim, fp batchPoints, pipeline bool) error {
+	out, configErr := r.publish(ctx, claim, fp)
+	// At most one batch settles in the background.
+	if err := r.awaitSettle(); err != nil {
+		return err
+	}
+	if pipeline && out.clean() && ctx.Err() == nil {
+		// Every event is in Kafka: their successors may follow at once
+		// (docs/design.md, section 6), and the marks are written while the
+		// next batch is read and produced.
+		r.known.Acknowledged(claim.Events)
+		r.settleInBackground(ctx, claim, out)
+		return r.settledConfiguration(nil, len(out.Published))
+	}
+	if err := r.settle(ctx, claim, out); err != nil {
+		return err
+	}
+	return r.settledConfiguration(configErr, len(out.Published))
+}
+
+// publish produces a planned batch, through its crash windows'
+// failpoints, and returns its outcome and the first configuration failure
+// among its results.
+func (r *Relay) publish(ctx context.Context, claim store.Claim, fp batchPoints) (outcome, *ConfigurationFailure) {
 	inHand := func() []string {
 		ids := make([]string, len(claim.Events))
 		for i, e := range claim.Events {
@@ -348,34 +373,35 @@ func (r *Relay) publishAndSettle(ctx context.Context, claim store.Claim, fp batc
 	results := r.publisher.Publish(pubCtx, claim.Events)
 	r.cfg.Observer.PublishedBatch(time.Since(start), len(results))
 	failpoint.HitWithEvents(fp.afterAck, inHand)
+	return r.outcome(results, fp.source)
+}
 
-	out, configErr := r.outcome(results, fp.source)
-	out.Checkpoint = checkpoint
-	// At most one batch settles in the background.
-	if err := r.awaitSettle(); err != nil {
-		return err
+// outcome is a batch's store.Outcome as the relay reads it.
+type outcome struct{ store.Outcome }
+
+// clean says that Kafka acknowledged every event.
+func (o outcome) clean() bool { return len(o.Failed) == 0 && len(o.Unsent) == 0 }
+
+// settles says that settling it writes something of every event it does
+// not publish: each failed, held behind a failure or stopped by a
+// configuration failure. An event the relay gave up unsent (shutdown) has
+// nothing to write, so a change stream must not checkpoint past it.
+func (o outcome) settles() bool {
+	for _, u := range o.Unsent {
+		if u.Behind == "" && u.Class == "" {
+			return false
+		}
 	}
-	if pipeline && len(out.Failed) == 0 && len(out.Unsent) == 0 && ctx.Err() == nil {
-		// Every event is in Kafka: their successors may follow at once
-		// (docs/design.md, section 6), and the marks are written while the
-		// next batch is read and produced.
-		r.known.Acknowledged(claim.Events)
-		r.settleInBackground(ctx, claim, out)
-		return r.settledConfiguration(nil, len(out.Published))
-	}
-	if err := r.settle(ctx, claim, out); err != nil {
-		return err
-	}
-	return r.settledConfiguration(configErr, len(out.Published))
+	return true
 }
 
 // settle records a batch's outcome.
-func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome) error {
+func (r *Relay) settle(ctx context.Context, claim store.Claim, out outcome) error {
 	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	settled, err := store.Settled{}, failpoint.Err(failpoint.RelaySettle)
 	if err == nil {
-		settled, err = r.store.Settle(settleCtx, claim, out, r.cfg.OrderPolicy)
+		settled, err = r.store.Settle(settleCtx, claim, out.Outcome, r.cfg.OrderPolicy)
 	}
 	if err != nil {
 		// The events stay unpublished: this relay, or the next owner of
@@ -394,8 +420,8 @@ func (r *Relay) settle(ctx context.Context, claim store.Claim, out store.Outcome
 // settleInBackground settles a clean batch while the relay goes on; the
 // next claim continues past its events, and awaitSettle collects the
 // result.
-func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out store.Outcome) {
-	s := &settling{done: make(chan struct{}), streamed: out.Checkpoint != nil}
+func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out outcome) {
+	s := &settling{done: make(chan struct{})}
 	r.settling = s
 	go func() {
 		defer close(s.done)
@@ -404,8 +430,7 @@ func (r *Relay) settleInBackground(ctx context.Context, claim store.Claim, out s
 }
 
 // awaitSettle waits for the batch settling in the background, if any, and
-// returns its error. A streamed batch that could not be settled closes the
-// stream, which reopens at the checkpoint before it (section 9.2, S1).
+// returns its error.
 func (r *Relay) awaitSettle() error {
 	s := r.settling
 	if s == nil {
@@ -413,18 +438,15 @@ func (r *Relay) awaitSettle() error {
 	}
 	<-s.done
 	r.settling = nil
-	if s.err != nil && s.streamed {
-		return r.streamFailed(s.err)
-	}
 	return s.err
 }
 
 // outcome turns per-event results into what Settle records, and returns
 // the first configuration failure among them.
-func (r *Relay) outcome(results []Result, source string) (store.Outcome, *ConfigurationFailure) {
+func (r *Relay) outcome(results []Result, source string) (outcome, *ConfigurationFailure) {
 	delivery, _ := r.cfg.Observer.(DeliveryObserver)
 	now := time.Now()
-	var out store.Outcome
+	var out outcome
 	var configErr *ConfigurationFailure
 	published := map[string]map[int32]int{}
 	for _, res := range results {

@@ -14,19 +14,24 @@ import (
 // (docs/design.md, section 9). internal/cli adapts package
 // store/mysql/binlog to it, so the relay depends on no dialect.
 type StreamSource interface {
-	// Head is where a stream opened now begins: every transaction before
-	// it is visible to reads that start after Head returns.
+	// Head is where a stream opened now begins: every transaction that
+	// ended before Head was called lies before it, and is visible to reads
+	// that start after Head returns.
 	Head(ctx context.Context) (string, error)
 	// Open reads the transactions after position from. A position the
 	// database no longer has is ErrStreamPositionGone, from Open or from
 	// the reader's Next.
 	Open(ctx context.Context, from string) (StreamReader, error)
+	// Reached says whether position is at or past target: every
+	// transaction before target lies before position.
+	Reached(position, target string) (bool, error)
 }
 
 // StreamReader reads a change stream.
 type StreamReader interface {
 	// Next returns the next committed transaction's outbox inserts, or a
-	// transaction without events that only moves the position.
+	// chunk of them, or a transaction without events that only moves the
+	// position.
 	Next(ctx context.Context) (StreamTx, error)
 	// Lag is how far the reader is behind the server: bytes (-1 when
 	// unknown) and seconds.
@@ -34,10 +39,13 @@ type StreamReader interface {
 	Close() error
 }
 
-// StreamTx is one committed transaction of a change stream.
+// StreamTx is one committed transaction of a change stream, or a chunk of
+// a large one (docs/design.md, section 9.7).
 type StreamTx struct {
 	Events []store.Event
-	// Position is right after the transaction.
+	// Position is right after the transaction; "" for a chunk that more of
+	// its transaction follows (a position inside a transaction cannot be
+	// resumed from).
 	Position string
 }
 
@@ -57,14 +65,23 @@ type StreamObserver interface {
 }
 
 const (
-	// streamTxBuffer is how many transactions the reader may read ahead.
-	streamTxBuffer = 1024
+	// streamTxBuffer is how many transactions (or chunks) the reader may
+	// read ahead, and streamReadAhead how many events they may hold in all,
+	// in batches: memory stays bounded whatever a transaction's size
+	// (docs/design.md, section 9.7).
+	streamTxBuffer  = 1024
+	streamReadAhead = 4
 	// handedOverInterval is how often the leader claims what the stream
 	// handed to the polling path: backoffs and holds last seconds.
 	handedOverInterval = time.Second
-	// heartbeatCheckpoint is how often a position that only heartbeats
-	// moved is checkpointed.
-	heartbeatCheckpoint = time.Second
+	// streamCheckpointInterval is how often the position of clean batches
+	// (and of heartbeats) is checkpointed: a streamed event costs no write
+	// of its own, the checkpoint publishes every event before it
+	// (docs/design.md, section 9.2).
+	streamCheckpointInterval = time.Second
+	// watermarkInterval is how often the leader samples a new watermark
+	// (section 9.3).
+	watermarkInterval = 5 * time.Second
 )
 
 // streamer is the open change stream of a leading relay: a goroutine
@@ -75,13 +92,45 @@ type streamer struct {
 	err    chan error
 	cancel context.CancelFunc
 	done   chan struct{}
-	// position is the last one handed to a settlement; checkpointed when
-	// it was last written.
+	// readAhead holds a token for every event read but not yet taken by
+	// the relay (up to its capacity for a chunk larger than that).
+	readAhead chan struct{}
+	// position is the end of the last transaction every event of which is
+	// acknowledged or written (the next checkpoint); checkpointed is the
+	// last one written, at savedAt; acknowledged counts the events Kafka
+	// acknowledged since.
 	position     string
-	checkpointed time.Time
+	checkpointed string
+	savedAt      time.Time
+	acknowledged int
 	// handedOver is when the polling path last looked at what the stream
 	// handed over.
 	handedOver time.Time
+	// sample is the watermark sample in progress (nil: none), head the
+	// stream's head read after it ("" until read), sampledAt when the last
+	// one was taken (section 9.3).
+	sample    *store.WatermarkSample
+	head      string
+	sampledAt time.Time
+}
+
+// reserve takes read-ahead tokens for n events; false when ctx ended.
+func (s *streamer) reserve(ctx context.Context, n int) bool {
+	for range min(n, cap(s.readAhead)) {
+		select {
+		case s.readAhead <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// take gives back the read-ahead tokens of a transaction the relay took.
+func (s *streamer) take(tx StreamTx) {
+	for range min(len(tx.Events), cap(s.readAhead)) {
+		<-s.readAhead
+	}
 }
 
 // streamOnce is a stream relay's iteration: a follower waits; a leader
@@ -146,13 +195,17 @@ func (r *Relay) startStream(ctx context.Context) error {
 	}
 	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &streamer{reader: reader, txs: make(chan StreamTx, streamTxBuffer), err: make(chan error, 1),
-		cancel: cancel, done: make(chan struct{}), position: from, checkpointed: time.Now()}
+		cancel: cancel, done: make(chan struct{}), readAhead: make(chan struct{}, streamReadAhead*r.cfg.BatchSize),
+		position: from, checkpointed: from, savedAt: time.Now()}
 	go func() {
 		defer close(s.done)
 		for {
 			tx, err := reader.Next(streamCtx)
 			if err != nil {
 				s.err <- err
+				return
+			}
+			if !s.reserve(streamCtx, len(tx.Events)) {
 				return
 			}
 			select {
@@ -200,6 +253,23 @@ func (r *Relay) sweep(ctx context.Context) (string, error) {
 	return head, nil
 }
 
+// finishStream checkpoints what the stream published, when it leads, and
+// closes it: the relay stops.
+func (r *Relay) finishStream(ctx context.Context) {
+	if r.streamer == nil {
+		return
+	}
+	if r.leading {
+		cpCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		defer cancel()
+		if err := r.checkpoint(cpCtx, true); err != nil {
+			r.log.Warn("could not checkpoint the stream at shutdown; the next leader publishes its last events again",
+				"error", err)
+		}
+	}
+	r.stopStream()
+}
+
 // stopStream closes the stream (the relay no longer leads, or stops).
 func (r *Relay) stopStream() {
 	s := r.streamer
@@ -219,18 +289,25 @@ func (r *Relay) stopStream() {
 func (r *Relay) streamBatch(ctx context.Context) (int, error) {
 	s := r.streamer
 	var events []store.Event
-	position := ""
+	position := "" // the end of the last whole transaction taken
+	takeTx := func(tx StreamTx) {
+		s.take(tx)
+		events = append(events, tx.Events...)
+		if tx.Position != "" {
+			position = tx.Position
+		}
+	}
 	wait := time.NewTimer(r.turnEvery())
 	defer wait.Stop()
 	select {
 	case tx := <-s.txs:
-		events, position = append(events, tx.Events...), tx.Position
+		takeTx(tx)
 	case err := <-s.err:
 		// The next iteration opens the stream again at the checkpoint (a
 		// position gone from the server: after a sweep).
 		return 0, r.streamFailed(fmt.Errorf("change stream: %w", err))
 	case <-wait.C:
-		return 0, nil
+		return 0, r.checkpoint(ctx, false)
 	case <-ctx.Done():
 		return 0, nil
 	}
@@ -238,21 +315,15 @@ collect:
 	for len(events) < r.cfg.BatchSize {
 		select {
 		case tx := <-s.txs:
-			events, position = append(events, tx.Events...), tx.Position
+			takeTx(tx)
 		default:
 			break collect
 		}
 	}
-	checkpoint := &store.Checkpoint{Epoch: r.stream.Epoch, Position: position}
 	if len(events) == 0 {
-		// Only heartbeats: move the position now and then.
-		if time.Since(s.checkpointed) < heartbeatCheckpoint {
-			return 0, nil
-		}
-		if err := r.awaitSettle(); err != nil {
-			return 0, r.streamFailed(err)
-		}
-		return 0, r.saveCheckpoint(ctx, *checkpoint)
+		// Only heartbeats: the position moves with the next checkpoint.
+		s.advance(position)
+		return 0, r.checkpoint(ctx, false)
 	}
 	claim, err := r.store.PlanStream(ctx, r.own, events, r.cfg.OrderPolicy, r.known)
 	if err != nil {
@@ -264,35 +335,137 @@ collect:
 		o.Streamed(len(events), claim.Held, lagBytes, lagSeconds)
 	}
 	if len(claim.Events) == 0 {
-		// Nothing to publish (all skipped or handed over).
-		if err := r.awaitSettle(); err != nil {
-			return len(events), r.streamFailed(err)
-		}
-		return len(events), r.saveCheckpoint(ctx, *checkpoint)
+		// Nothing to publish: all skipped, or handed over (the holds are
+		// written).
+		s.advance(position)
+		return len(events), r.checkpoint(ctx, false)
 	}
-	err = r.publishAndSettle(ctx, claim, batchPoints{source: SourceStream,
-		afterPlan: failpoint.StreamAfterRead, afterAck: failpoint.StreamAfterAckBeforeCheckpoint,
-	}, checkpoint, true)
+	out, configErr := r.publish(ctx, claim, batchPoints{source: SourceStream,
+		afterPlan: failpoint.StreamAfterRead, afterAck: failpoint.StreamAfterAckBeforeCheckpoint})
+	switch {
+	case out.clean():
+		// Nothing to write: the next checkpoint publishes these events
+		// (docs/design.md, section 9.2), and their successors may follow at
+		// once (section 6).
+		r.known.Acknowledged(claim.Events)
+		s.acknowledged += len(claim.Events)
+		s.advance(position)
+		if err := r.checkpoint(ctx, false); err != nil {
+			return len(events), err
+		}
+		return len(events), r.settledConfiguration(nil, len(out.Published))
+	case !out.settles():
+		// Given up unsent (shutdown): nothing would say where those events
+		// stand, so no checkpoint may pass them; the stream is read again
+		// from the checkpoint.
+		return len(events), r.streamFailed(errors.New("a streamed batch was given up unsent; it is read again from the checkpoint"))
+	}
+	// Failures and holds are written with the checkpoint past them, before
+	// the next batch is planned (S1).
+	if position == "" {
+		position = s.position
+	}
+	cp, err := r.nextCheckpoint(ctx, position)
 	if err != nil {
 		return len(events), r.streamFailed(err)
 	}
-	s.position, s.checkpointed = position, time.Now()
-	if o, ok := r.cfg.Observer.(StreamObserver); ok {
-		o.Checkpointed(s.checkpointed)
+	out.Checkpoint = &cp
+	if err := r.settle(ctx, claim, out); err != nil {
+		return len(events), r.streamFailed(err)
 	}
-	return len(events), nil
+	s.advance(position)
+	r.checkpointed(cp)
+	return len(events), r.settledConfiguration(configErr, len(out.Published))
 }
 
-// saveCheckpoint moves the position outside a settlement.
-func (r *Relay) saveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
-	if err := r.store.SaveCheckpoint(ctx, r.cfg.ID, cp); err != nil {
+// advance moves the next checkpoint to position, the end of a transaction
+// every event of which is now acknowledged or written ("" moves nothing).
+func (s *streamer) advance(position string) {
+	if position != "" {
+		s.position = position
+	}
+}
+
+// checkpoint writes the stream's position, when it moved, or a watermark
+// is ready, and streamCheckpointInterval passed since the last one (or
+// now, with force).
+func (r *Relay) checkpoint(ctx context.Context, force bool) error {
+	s := r.streamer
+	if !force && time.Since(s.savedAt) < streamCheckpointInterval {
+		return nil
+	}
+	cp, err := r.nextCheckpoint(ctx, s.position)
+	if err != nil {
 		return r.streamFailed(err)
 	}
-	r.streamer.position, r.streamer.checkpointed = cp.Position, time.Now()
-	if o, ok := r.cfg.Observer.(StreamObserver); ok {
-		o.Checkpointed(r.streamer.checkpointed)
+	if cp.Position == s.checkpointed && cp.Watermark.IsZero() {
+		s.savedAt = time.Now()
+		return nil
 	}
+	if s.acknowledged > 0 {
+		err = failpoint.Err(failpoint.StreamCheckpoint)
+	}
+	if err == nil {
+		err = r.store.SaveCheckpoint(ctx, r.cfg.ID, cp)
+	}
+	switch {
+	case errors.Is(err, store.ErrStreamLost):
+		return r.streamFailed(err)
+	case err != nil:
+		// Everything before the position is acknowledged or written, so the
+		// stream goes on: a later checkpoint publishes it (S1).
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	r.checkpointed(cp)
 	return nil
+}
+
+// nextCheckpoint is the checkpoint at position, the end of a whole
+// transaction, with the watermark of section 9.3 when position reached the
+// head read after its sample. It takes the next sample when one is due.
+func (r *Relay) nextCheckpoint(ctx context.Context, position string) (store.Checkpoint, error) {
+	s := r.streamer
+	cp := store.Checkpoint{Epoch: r.stream.Epoch, Position: position}
+	if s.head != "" {
+		reached, err := r.cfg.Stream.Reached(position, s.head)
+		if err != nil {
+			return cp, fmt.Errorf("watermark: %w", err)
+		}
+		if reached {
+			cp.Watermark = s.sample.At
+			s.sample, s.head = nil, ""
+		}
+	}
+	if s.sample == nil && time.Since(s.sampledAt) >= watermarkInterval {
+		sample, err := r.store.SampleWatermark(ctx)
+		if err != nil {
+			return cp, fmt.Errorf("watermark: %w", err)
+		}
+		s.sample, s.sampledAt = &sample, time.Now()
+	}
+	if s.sample != nil && s.head == "" {
+		// The head is read only once every transaction the sample waits
+		// for has ended: everything they wrote lies before it.
+		ended, err := r.store.WatermarkEnded(ctx, *s.sample)
+		if err != nil {
+			return cp, fmt.Errorf("watermark: %w", err)
+		}
+		if ended {
+			if s.head, err = r.cfg.Stream.Head(ctx); err != nil {
+				return cp, fmt.Errorf("watermark: read the change stream's head: %w", err)
+			}
+		}
+	}
+	return cp, nil
+}
+
+// checkpointed records that cp was written.
+func (r *Relay) checkpointed(cp store.Checkpoint) {
+	s := r.streamer
+	s.checkpointed, s.savedAt, s.acknowledged = cp.Position, time.Now(), 0
+	if o, ok := r.cfg.Observer.(StreamObserver); ok {
+		o.Checkpointed(s.savedAt)
+	}
 }
 
 // streamFailed closes the stream after a failure: it starts again from

@@ -65,7 +65,7 @@ func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 				return false, "a writer still writing"
 			}
 		}
-		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.unpublished(t)
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	_, rolledBackDuring := during.wait(t)
@@ -153,7 +153,7 @@ func TestKilledStreamLeadersLoseNothing(t *testing.T) {
 	writers[0].stop()
 	committedN, rolledBack := writers[0].wait(t)
 	testenv.WaitFor(t, time.Minute, "everything published", func() (bool, string) {
-		n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := e.unpublished(t)
 		return n == 0, fmt.Sprintf("%d unpublished", n)
 	})
 	t.Logf("%d events committed, %d leaders killed; time until another relay streamed: %v", committedN, kills, failovers)
@@ -203,10 +203,7 @@ func TestStreamCrashWindows(t *testing.T) {
 			e.waitDrained(t, time.Minute)
 			stop(t, rescuer)
 			report := e.verifyTopic(t, nil, rolledBack)
-			published := map[string]bool{}
-			for _, id := range testenv.Strings(t, e.db.DB, "SELECT id FROM outbox_events WHERE published_at IS NOT NULL") {
-				published[id] = true
-			}
+			published := e.published(t)
 			for _, id := range inHand {
 				if !published[id] {
 					t.Errorf("event %s the dead leader had in hand is not published", id)
@@ -219,27 +216,60 @@ func TestStreamCrashWindows(t *testing.T) {
 	}
 }
 
-// TestStreamRereadsABatchWhoseSettlementFailed: the settlement (marks and
-// checkpoint) of a streamed batch fails in the background after Kafka
-// acknowledged it (failpoint relay.settle=fail@2 on an empty outbox: the
-// stream's second batch), and nothing else is written, so the relay's
-// next turn, not its next batch, finds the failure. The stream must read
-// that batch again from its checkpoint and settle it: going on from the
-// reader's position, the next batch's settlement would move the checkpoint
-// past the failed batch and leave its events unpublished in the outbox for
-// good (docs/design.md, section 9.2, S1).
+// TestStreamRereadsABatchWhoseSettlementFailed: a streamed batch with a
+// failure (an event of 50 KB on a topic that takes 10,000 bytes) must be
+// settled, its failure written, before any checkpoint passes it; here that
+// settlement fails (failpoint relay.settle=fail@1: the outbox is empty
+// when the relay starts, so the first settlement is the stream's). The
+// stream must read the batch again from its checkpoint: going on from the
+// reader's position, the next checkpoint would pass the big event, neither
+// acknowledged nor handed over, and its untouched row would count as
+// published (docs/design.md, section 9.5, S1). So: the big event ends up
+// quarantined (never published), the rest published, in order.
 func TestStreamRereadsABatchWhoseSettlementFailed(t *testing.T) {
 	t.Parallel() // the relay runs as a process on a database and topic of its own
+	maxBytes := "10000"
+	e := newEnv(t, testenv.TopicOptions{Partitions: 2, Configs: map[string]*string{"max.message.bytes": &maxBytes}})
+	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer", Failpoints: failpoint.RelaySettle + "=fail@1"})
+	p.WaitForLog(t, `"msg":"streaming"`, time.Minute)
+	noise := make([]byte, 37_500) // random: the producer's compression cannot shrink it under the limit
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	big := event("big", 1)
+	big.Payload = json.RawMessage(fmt.Sprintf(`{"order_id":"big","blob":%q}`, base64.StdEncoding.EncodeToString(noise)))
+	ids, err := e.write(context.Background(), true, big, event("small", 1), event("small", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitForLog(t, failpoint.ErrInjected.Error(), time.Minute)
+	testenv.WaitFor(t, time.Minute, "the big event quarantined, the others published", func() (bool, string) {
+		published := e.published(t)
+		q := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL AND id = ?", ids[0])
+		return q == 1 && !published[ids[0]] && published[ids[1]] && published[ids[2]],
+			fmt.Sprintf("big quarantined %d, published %v", q, published)
+	})
+	stop(t, p)
+	e.verifyTopic(t, func(r verify.Row) bool { return r.ID != ids[0] }, []string{ids[0]})
+}
+
+// TestStreamCheckpointFailureLosesNothing: the checkpoint that would
+// publish acknowledged events fails (failpoint stream.checkpoint=fail@2,
+// the second such checkpoint: the second round of events). Everything
+// before the reader's position is acknowledged, so the stream goes on and
+// a later checkpoint publishes those events too: every event ends up
+// published (the watermark passes it) and on the topic, in order.
+func TestStreamCheckpointFailureLosesNothing(t *testing.T) {
+	t.Parallel() // the relay runs as a process on a database and topic of its own
 	e := newEnv(t, testenv.TopicOptions{Partitions: 3})
-	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer", Failpoints: failpoint.RelaySettle + "=fail@2"})
+	p := e.binlogRelay(t, testenv.RelayOptions{Name: "streamer", Failpoints: failpoint.StreamCheckpoint + "=fail@2"})
 	p.WaitForLog(t, `"msg":"streaming"`, time.Minute)
 	ctx := context.Background()
-	for i, agg := range []string{"settled", "failed", "after"} {
+	for i, agg := range []string{"first", "failed", "after"} {
 		if _, err := e.write(ctx, true, event(agg, 1), event(agg, 2)); err != nil {
 			t.Fatal(err)
 		}
 		if i == 1 {
-			// Found at the next turn (within a second): nothing else to read.
 			p.WaitForLog(t, failpoint.ErrInjected.Error(), time.Minute)
 		}
 		e.waitDrained(t, time.Minute)
@@ -333,7 +363,7 @@ func TestStreamQuarantinesATooLargeRecord(t *testing.T) {
 	}
 	testenv.WaitFor(t, time.Minute, "the big event quarantined, the rest published", func() (bool, string) {
 		q := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL")
-		pub := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
+		pub := len(e.published(t))
 		held := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE error_class = 'held' AND published_at IS NULL")
 		return q == 1 && pub == 60 && held == 2, fmt.Sprintf("%d quarantined, %d published, %d held", q, pub, held)
 	})

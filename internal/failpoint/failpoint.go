@@ -51,8 +51,12 @@ const (
 	// any Kafka I/O.
 	StreamAfterRead = "stream.after_read"
 	// StreamAfterAckBeforeCheckpoint: Kafka acknowledged a stream batch,
-	// before its marks and checkpoint.
+	// before the checkpoint that publishes it.
 	StreamAfterAckBeforeCheckpoint = "stream.after_ack_before_checkpoint"
+	// StreamCheckpoint: a stream's leader is about to write the checkpoint
+	// that publishes events Kafka acknowledged (a batch with failures
+	// writes it in its settlement: RelaySettle).
+	StreamCheckpoint = "stream.checkpoint"
 	// ConsumerAfterCommitBeforeOffset: a consumer committed its database
 	// transaction, before it commits the Kafka offset.
 	ConsumerAfterCommitBeforeOffset = "consumer.after_commit_before_offset"
@@ -64,7 +68,7 @@ const (
 // Known lists every failpoint, so a typo in HERALD_FAILPOINTS is an error.
 var Known = []string{
 	OrdersAfterCommit, RelayAfterClaim, RelayBeforePublish, RelayAfterAckBeforeMark, RelaySettle,
-	StreamAfterLead, StreamAfterRead, StreamAfterAckBeforeCheckpoint,
+	StreamAfterLead, StreamAfterRead, StreamAfterAckBeforeCheckpoint, StreamCheckpoint,
 	ConsumerAfterCommitBeforeOffset, ConsumerAfterCommitBeforeCall,
 }
 

@@ -64,6 +64,19 @@ func (s Source) Open(ctx context.Context, from string) (relay.StreamReader, erro
 	return reader{r}, nil
 }
 
+// Reached implements relay.StreamSource.
+func (Source) Reached(position, target string) (bool, error) {
+	p, err := binlog.ParsePosition(position)
+	if err != nil {
+		return false, err
+	}
+	t, err := binlog.ParsePosition(target)
+	if err != nil {
+		return false, err
+	}
+	return p.Reached(t)
+}
+
 // reader adapts binlog.Reader to relay.StreamReader.
 type reader struct{ r *binlog.Reader }
 
