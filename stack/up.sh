@@ -112,7 +112,11 @@ configure_mariadb() {
 }
 
 # The application user: everything on herald* databases (tests use one
-# database each), plus what a binlog reader needs. The same rights for two
+# database each), plus what a binlog relay needs: REPLICATION SLAVE and
+# BINLOG MONITOR (REPLICATION CLIENT before 10.5) to stream, PROCESS for
+# the stream's watermark (it reads information_schema.innodb_trx), BINLOG
+# ADMIN for a minimal row image of the relay's own updates (docs/security.md
+# lists each). The same rights for two
 # users that must connect over TLS: herald_tls (REQUIRE SSL) and
 # herald_x509 (REQUIRE X509: a client certificate signed by the stack's CA).
 create_herald_user() {
@@ -125,7 +129,7 @@ CREATE USER IF NOT EXISTS '$MARIADB_TLS_USER'@'127.0.0.1' IDENTIFIED BY '$MARIAD
 CREATE USER IF NOT EXISTS '$MARIADB_X509_USER'@'127.0.0.1' IDENTIFIED BY '$MARIADB_X509_PASSWORD' REQUIRE X509;
 GRANT ALL PRIVILEGES ON \`herald%\`.* TO 'herald'@'127.0.0.1', 'herald'@'localhost',
   '$MARIADB_TLS_USER'@'127.0.0.1', '$MARIADB_X509_USER'@'127.0.0.1';
-GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, PROCESS ON *.* TO 'herald'@'127.0.0.1', 'herald'@'localhost',
+GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, BINLOG ADMIN, PROCESS ON *.* TO 'herald'@'127.0.0.1', 'herald'@'localhost',
   '$MARIADB_TLS_USER'@'127.0.0.1', '$MARIADB_X509_USER'@'127.0.0.1';
 SQL
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +20,7 @@ import (
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/mysql"
 )
 
 // MetricsAddrDefault is where the relay serves /healthz, /readyz and
@@ -133,11 +136,17 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 			slog.SetDefault(logger)
 			svc.Logger = logger
+			// The relay's own UPDATEs (marks, holds, failures) need not copy
+			// the row into the binlog, where the server allows it.
+			db.opts.MinimalRowImage = true
 			conn, err := db.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
+			if !database.OnPostgres(db.dialect()) {
+				logRowImage(ctx, conn, logger)
+			}
 			if migrate {
 				if _, err := migrations.Herald.Up(ctx, conn); err != nil {
 					return err
@@ -262,4 +271,20 @@ func flagMessages(err error, flagOfField map[string]string) []string {
 		msgs = append(msgs, e.Error())
 	}
 	return msgs
+}
+
+// logRowImage says, on MySQL/MariaDB with a binlog, whether the relay's
+// UPDATEs write a minimal row image or copy whole rows (it lacks the
+// privilege to set its sessions' binlog_row_image: docs/security.md).
+func logRowImage(ctx context.Context, db *sql.DB, logger *slog.Logger) {
+	image, logBin, err := mysql.RowImage(ctx, db)
+	switch {
+	case err != nil || !logBin: // no binlog to write
+	case strings.EqualFold(image, "MINIMAL"):
+		logger.Info("the relay's updates write a minimal row image to the binlog", "binlog_row_image", image)
+	default:
+		logger.Warn("the relay's updates (marks, holds, failures) copy whole rows into the binlog: "+
+			"GRANT BINLOG ADMIN (MariaDB) or SESSION_VARIABLES_ADMIN (MySQL 8) to herald's user to write only "+
+			"the columns they change (docs/security.md)", "binlog_row_image", image)
+	}
 }
