@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
 )
 
@@ -137,7 +138,7 @@ func TestPythonConsumerAppliesEachEventOnce(t *testing.T) {
 		relay := testenv.StartRelay(t, testenv.RelayOptions{Name: "relay", DSN: outboxDB.DSN, Brokers: brokers,
 			Topics: map[string]string{"order": topic}})
 		testenv.WaitFor(t, time.Minute, "every event published", func() (bool, string) {
-			n := outboxDB.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+			n := outboxDB.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE NOT "+verify.PublishedSQL)
 			return n == 0, fmt.Sprintf("%d unpublished", n)
 		})
 		relay.Kill(t)

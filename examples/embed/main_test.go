@@ -100,7 +100,7 @@ func runEmbed(t *testing.T, d *testenv.Database, dsn string, brokers []string, r
 		return false, "not on the topic yet"
 	})
 	testenv.Eventually(t, time.Minute, "the event marked published", func() bool {
-		return len(d.Strings(t, "SELECT id FROM outbox_events WHERE id = ? AND published_at IS NOT NULL", eventID)) == 1
+		return len(d.Strings(t, "SELECT id FROM outbox_events WHERE id = ? AND "+verify.PublishedSQL, eventID)) == 1
 	})
 
 	if err := p.Signal(syscall.SIGTERM); err != nil {

@@ -431,7 +431,7 @@ func testSource(t *testing.T, src source, brokers []string) {
 	}
 
 	testenv.WaitFor(t, 2*time.Minute, "every committed event published", func() (bool, string) {
-		n := d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
+		n := d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE NOT "+verify.PublishedSQL)
 		return n == 0, fmt.Sprintf("%d unpublished; relay log:\n%s", n, relay.Tail(10))
 	})
 	records, err := verify.ReadTopic(ctx, brokers, topic)

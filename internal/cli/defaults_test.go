@@ -133,9 +133,9 @@ func TestRelayRunsOnItsDefaults(t *testing.T) {
 // waitPublished waits until event id is marked published in db (MariaDB).
 func waitPublished(t *testing.T, db *sql.DB, id string) {
 	t.Helper()
-	testenv.WaitFor(t, time.Minute, "event "+id+" marked published", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "event "+id+" published", func() (bool, string) {
 		var published bool
-		if err := db.QueryRow("SELECT published_at IS NOT NULL FROM outbox_events WHERE id = ?", id).Scan(&published); err != nil {
+		if err := db.QueryRow("SELECT "+verify.PublishedSQL+" FROM outbox_events WHERE id = ?", id).Scan(&published); err != nil {
 			return false, err.Error()
 		}
 		return published, "not yet"

@@ -99,7 +99,7 @@ func testQuarantineRoundTrip(t *testing.T, server testenv.Server) {
 		t.Fatalf("retry: exit %d\n%s", code, out)
 	}
 	testenv.Eventually(t, time.Minute, "everything published", func() bool {
-		return d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL") == 0
+		return d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE NOT "+verify.PublishedSQL) == 0
 	})
 
 	records, err := verify.ReadTopic(ctx, brokers, topic)

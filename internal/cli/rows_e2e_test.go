@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
@@ -185,7 +186,7 @@ func testForeignRows(t *testing.T, server testenv.Server, streamed bool) {
 		if err != nil {
 			return false, err.Error()
 		}
-		n := d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL")
+		n := d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE "+verify.PublishedSQL)
 		return b.Quarantined == int64(len(bad)) && b.Held == int64(len(successors)) && n == published,
 			fmt.Sprintf("%d quarantined (want %d), %d held (want %d), %d published (want %d)",
 				b.Quarantined, len(bad), b.Held, len(successors), n, published)
@@ -273,7 +274,7 @@ func testForeignRows(t *testing.T, server testenv.Server, streamed bool) {
 		}
 	}
 	testenv.Eventually(t, time.Minute, "the successors of the discarded rows published", func() bool {
-		return d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NOT NULL") == published+len(successors)
+		return d.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE "+verify.PublishedSQL) == published+len(successors)
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/connenv"
 	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -530,8 +531,8 @@ func (p *pipeline) readState(ctx context.Context) pipelineState {
 	defer cancel()
 	var s pipelineState
 	if err := p.ordersDB.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM orders), COUNT(*),
-		COALESCE(SUM(CASE WHEN published_at IS NOT NULL THEN 1 ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN published_at IS NULL AND discarded_at IS NULL THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN `+verify.PublishedSQL+` THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN NOT `+verify.PublishedSQL+` AND discarded_at IS NULL THEN 1 ELSE 0 END), 0),
 		COALESCE(SUM(CASE WHEN quarantined_at IS NOT NULL AND discarded_at IS NULL THEN 1 ELSE 0 END), 0)
 		FROM outbox_events`).Scan(&s.Orders, &s.Events, &s.Published, &s.Unpublished, &s.Quarantined); err != nil {
 		s.Err = fmt.Errorf("orders database: %w", err)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
+	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/kafka"
 )
 
@@ -596,7 +597,7 @@ func (r *drillRun) atDeath(ctx context.Context, exit Exit) {
 					acked++
 				}
 				var published bool
-				if err := p.ordersDB.QueryRowContext(ctx, p.sql("SELECT published_at IS NOT NULL FROM outbox_events WHERE id = ?"), id).Scan(&published); err == nil && published {
+				if err := p.ordersDB.QueryRowContext(ctx, p.sql("SELECT "+verify.PublishedSQL+" FROM outbox_events WHERE id = ?"), id).Scan(&published); err == nil && published {
 					retaken++ // the dead relay never marked anything after its failpoint
 				}
 			}
@@ -744,7 +745,7 @@ func (r *drillRun) trackRecovery(ctx context.Context) recoveryResult {
 			defer cancel()
 			if ends == nil {
 				var unpublished int
-				if err := p.ordersDB.QueryRowContext(qctx, p.sql("SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND id IN "+in), ids...).Scan(&unpublished); err != nil || unpublished > 0 {
+				if err := p.ordersDB.QueryRowContext(qctx, p.sql("SELECT COUNT(*) FROM outbox_events WHERE NOT "+verify.PublishedSQL+" AND id IN "+in), ids...).Scan(&unpublished); err != nil || unpublished > 0 {
 					return false
 				}
 				offs, err := kafka.EndOffsets(qctx, p.adm, p.topic)

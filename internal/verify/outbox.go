@@ -24,12 +24,20 @@ type Row struct {
 	Never bool
 }
 
+// PublishedSQL is an outbox_events row's published state in SQL both
+// databases speak: marked, or, published by a change stream without a
+// write, untouched below the stream's watermark (docs/design.md, section
+// 9.3). The verifier's own, so that it does not take the store's word for
+// it; the drills read it too.
+const PublishedSQL = `(published_at IS NOT NULL OR COALESCE(error_class IS NULL AND quarantined_at IS NULL
+	AND discarded_at IS NULL AND next_attempt_at < (SELECT watermark FROM outbox_stream WHERE id = 1), FALSE))`
+
 // LoadOutbox reads every row of outbox_events in db, MySQL/MariaDB or
 // PostgreSQL: the statement is written in SQL both speak, and any
 // next_attempt_at past the year 9000 is a dialect's "never".
 func LoadOutbox(ctx context.Context, db *sql.DB) ([]Row, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq,
-		published_at IS NOT NULL, quarantined_at IS NOT NULL, discarded_at IS NOT NULL, attempts,
+		`+PublishedSQL+`, quarantined_at IS NOT NULL, discarded_at IS NOT NULL, attempts,
 		COALESCE(error_class, ''), COALESCE(last_error, ''),
 		CASE WHEN next_attempt_at < '9000-01-01' THEN next_attempt_at END
 		FROM outbox_events`)

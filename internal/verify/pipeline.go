@@ -101,7 +101,7 @@ func LoadOrders(ctx context.Context, db *sql.DB) (*OrdersState, error) {
 		return nil, fmt.Errorf("read order_items: %w", err)
 	}
 
-	rows, err = db.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, published_at IS NOT NULL
+	rows, err = db.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, `+PublishedSQL+`
 		FROM outbox_events ORDER BY aggregate_type, aggregate_id, aggregate_seq`)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox_events: %w", err)
