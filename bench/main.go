@@ -7,6 +7,7 @@
 //	bench [run] [flags]       measure, then write the report
 //	bench report [flags]      regenerate the Markdown and SVG from a JSON
 //	bench writers [flags]     the cost of the SQL contract (docs/benchmarks/writers.md)
+//	bench bigtx [flags]       one transaction of 1,000,000 events (docs/benchmarks/bigtx.md)
 //	bench reference|watermill the relay processes the harness starts
 //
 // It is a module of its own so that herald's module never depends on
@@ -41,12 +42,14 @@ func main() {
 		err = reportCommand(args)
 	case "writers":
 		err = writersCommand(ctx, args)
+	case "bigtx":
+		err = bigTxCommand(ctx, args)
 	case "reference":
 		err = runReference(ctx, args)
 	case "watermill":
 		err = runWatermill(ctx, args)
 	default:
-		err = fmt.Errorf("unknown command %q (run, report, writers, reference, watermill)", cmd)
+		err = fmt.Errorf("unknown command %q (run, report, writers, bigtx, reference, watermill)", cmd)
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -87,14 +90,8 @@ func runCommand(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Out, "out", def.Out, "directory of peers.json, peers.md and the SVG charts")
 	fs.StringVar(&cfg.Herald, "herald", "", "herald binary (default: built from ../cmd/herald)")
 	fs.StringVar(&cfg.Debezium, "debezium", def.Debezium, "directory of Debezium's build.sh and run.sh")
-	for name, variable := range runEnv {
-		f := fs.Lookup(name)
-		f.Usage += " (env " + variable + ")"
-		if v := os.Getenv(variable); v != "" {
-			if err := fs.Set(name, v); err != nil {
-				return fmt.Errorf("%s=%q is not a valid --%s: %w", variable, v, name, err)
-			}
-		}
+	if err := applyEnv(fs, runEnv); err != nil {
+		return err
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -123,4 +120,20 @@ func reportCommand(args []string) error {
 		return err
 	}
 	return writeReport(*out, r)
+}
+
+// applyEnv names each flag's BENCH_* variable in its usage and sets the
+// flag from the variable when it is set; the command line, parsed after,
+// wins.
+func applyEnv(fs *flag.FlagSet, env map[string]string) error {
+	for name, variable := range env {
+		f := fs.Lookup(name)
+		f.Usage += " (env " + variable + ")"
+		if v := os.Getenv(variable); v != "" {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("%s=%q is not a valid --%s: %w", variable, v, name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -115,14 +115,8 @@ func writersCommand(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.MySQLAddr, "mysql-addr", def.MySQLAddr, "MariaDB address (user herald/herald)")
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", def.PostgresURL, "PostgreSQL server URL")
 	fs.StringVar(&cfg.Out, "out", def.Out, "directory of writers.md")
-	for name, variable := range writeCostEnv {
-		f := fs.Lookup(name)
-		f.Usage += " (env " + variable + ")"
-		if v := os.Getenv(variable); v != "" {
-			if err := fs.Set(name, v); err != nil {
-				return fmt.Errorf("%s=%q is not a valid --%s: %w", variable, v, name, err)
-			}
-		}
+	if err := applyEnv(fs, writeCostEnv); err != nil {
+		return err
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
