@@ -117,9 +117,6 @@ func sustainedOnce(b *testing.B, v sustainedVariant) sustainedSample {
 		}
 		return total
 	}
-	unpublished := func() int {
-		return d.Count(b, "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL")
-	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *benchSustainedFor)
 	defer cancel()
@@ -155,7 +152,7 @@ func sustainedOnce(b *testing.B, v sustainedVariant) sustainedSample {
 	wg.Wait()
 	elapsed := time.Since(start)
 	log1, cpu1, rows1 := logBytes(d), serverCPU(testenv.MariaDB), rowsWritten()
-	backlog := unpublished()
+	backlog := unpublished(b, d.DB)
 	n := float64(written.Load())
 	return sustainedSample{
 		written:   n / elapsed.Seconds(),
