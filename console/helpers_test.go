@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,31 +35,14 @@ type site struct {
 	h    *console.Handler
 	srv  *httptest.Server
 	base string // the console's root URL, with the prefix
-	log  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log  *testenv.LogBuffer
 }
 
 // newSite serves a console for db under prefix with the test users; edit
 // changes the configuration before the handler is made.
 func newSite(t *testing.T, db *testenv.Database, prefix string, edit func(*console.Config)) *site {
 	t.Helper()
-	s := &site{t: t, db: db, st: db.Store(), log: &syncBuffer{}}
+	s := &site{t: t, db: db, st: db.Store(), log: &testenv.LogBuffer{}}
 	cfg := console.Config{Store: s.st, Prefix: prefix, Users: []console.User{operator, readOnly},
 		Logger: slog.New(slog.NewJSONHandler(s.log, nil))}
 	if edit != nil {

@@ -41,7 +41,7 @@ func TestRefusedTopicIsAConfigurationFailure(t *testing.T) {
 	defer producer.Close()
 
 	refused := refusedTopic(t, e.brokers)
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	base, stop := startService(t, relay.ServiceConfig{
 		Relay: relay.Config{ID: "refused-topic", Topics: map[string]string{"order": refused},
 			MaxAttempts: 1, BackoffBase: 10 * time.Millisecond, BackoffCap: 20 * time.Millisecond,
@@ -107,7 +107,7 @@ func TestRefusedTopicIsAConfigurationFailure(t *testing.T) {
 	}
 
 	// The operator fixes the route and restarts the relay.
-	logs = &syncBuffer{}
+	logs = &testenv.LogBuffer{}
 	base, stop = startService(t, relay.ServiceConfig{
 		Relay:       relay.Config{ID: "refused-topic", Topics: map[string]string{"order": e.topic}, PollInterval: 10 * time.Millisecond},
 		MetricsAddr: "127.0.0.1:0",
@@ -168,7 +168,7 @@ func refusedTopic(t *testing.T, brokers []string) string {
 // startService runs a Service until the returned stop is called (stop
 // waits for Run; calling it again does nothing) and returns the base URL
 // of its endpoints.
-func startService(t *testing.T, cfg relay.ServiceConfig, st relay.ServiceStore, producer relay.ServiceProducer, logs *syncBuffer) (base string, stop func()) {
+func startService(t *testing.T, cfg relay.ServiceConfig, st relay.ServiceStore, producer relay.ServiceProducer, logs *testenv.LogBuffer) (base string, stop func()) {
 	t.Helper()
 	svc, err := relay.NewService(cfg, st, producer)
 	if err != nil {
@@ -191,7 +191,7 @@ func startService(t *testing.T, cfg relay.ServiceConfig, st relay.ServiceStore, 
 	t.Cleanup(stop)
 	var addr string
 	testenv.WaitFor(t, 30*time.Second, "the service listening", func() (bool, string) {
-		addr = logs.field("relay listening", "metrics_addr")
+		addr = logField(logs, "relay listening", "metrics_addr")
 		return addr != "", "no \"relay listening\" log yet"
 	})
 	return "http://" + addr, stop

@@ -2,14 +2,12 @@ package relay_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,25 +26,6 @@ func (p failingProducer) Produce(_ context.Context, r *kgo.Record, promise func(
 	go promise(r, p.err)
 }
 
-// lockedBuffer is a bytes.Buffer safe for the relay's goroutine and the
-// test's.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestFailureTextIsScrubbed: a publication error whose text carries a MySQL
 // DSN password and SASL secrets (as a misconfigured client might echo
 // them) reaches last_error, the outbox_failures log and the relay's logs
@@ -63,7 +42,7 @@ func TestFailureTextIsScrubbed(t *testing.T) {
 	d := testenv.NewHeraldDatabase(t)
 	testenv.AddEvents(t, d.DB, event("a", 1), event("a", 2), event("b", 1))
 
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	r, err := relay.New(relay.Config{
 		ID: "scrub", Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond,
 		// Two attempts: the first failure is logged as a retry (warning),

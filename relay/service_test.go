@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +43,7 @@ func TestServiceRunsAndStopsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	st := &heldCleanupStore{Store: mysql.NewStore(e.db.DB), cleaning: make(chan struct{}), release: make(chan struct{})}
 	svc, err := relay.NewService(relay.ServiceConfig{
 		Relay:           relay.Config{ID: "service-test", Topics: map[string]string{"order": e.topic}},
@@ -65,7 +63,7 @@ func TestServiceRunsAndStopsEverything(t *testing.T) {
 
 	var addr string
 	testenv.WaitFor(t, 30*time.Second, "the service listening", func() (bool, string) {
-		addr = logs.field("relay listening", "metrics_addr")
+		addr = logField(logs, "relay listening", "metrics_addr")
 		return addr != "", "no \"relay listening\" log yet"
 	})
 	base := "http://" + addr
@@ -204,27 +202,10 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// syncBuffer collects JSON log lines written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// field returns key of the first log line with message msg, or "".
-func (b *syncBuffer) field(msg, key string) string {
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
+// logField returns key of the first JSON log line of logs with message msg,
+// or "".
+func logField(logs *testenv.LogBuffer, msg, key string) string {
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {
 		var line map[string]any
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {

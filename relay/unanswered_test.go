@@ -33,7 +33,7 @@ func TestUnansweredPublishIsBoundedByTheLease(t *testing.T) {
 	r, err := relay.New(relay.Config{
 		ID: "silent", Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, ShutdownTimeout: time.Second,
 		Topics: map[string]string{"order": "unused"},
-		Logger: slog.New(slog.NewJSONHandler(&lockedBuffer{}, nil)),
+		Logger: slog.New(slog.NewJSONHandler(&testenv.LogBuffer{}, nil)),
 	}, mysql.NewStore(d.DB), silentProducer{})
 	if err != nil {
 		t.Fatal(err)

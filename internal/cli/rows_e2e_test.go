@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -82,7 +81,7 @@ func testForeignRows(t *testing.T, server testenv.Server, streamed bool) {
 		}
 	}
 
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	obs := &failureCounter{}
 	cfg := relay.Config{ID: "foreign-rows", Topics: map[string]string{"order": topic}, Lease: 15 * time.Second,
 		PollInterval: 50 * time.Millisecond, Observer: obs,
@@ -324,22 +323,4 @@ func (c *failureCounter) count(class string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.quarantined[class]
-}
-
-// syncBuffer is a bytes.Buffer the relay's goroutines may log to.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

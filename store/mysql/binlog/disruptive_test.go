@@ -28,7 +28,7 @@ func TestDisruptiveMariaDBRestart(t *testing.T) {
 	e := newEnv(t)
 	t.Cleanup(func() { testenv.StackNode(t, "start", "mariadb") }) // whatever happens, leave it running
 
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	cfg := e.config()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	cfg.ReconnectBackoffCap = time.Second

@@ -1,7 +1,6 @@
 package binlog_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -155,7 +154,7 @@ func TestRotation(t *testing.T) {
 		var positions []binlog.Position
 		for i, w := range want {
 			tx := nextEvents(t, r)
-		t.Logf("tx of %d events at %q", len(tx.Events), tx.Position)
+			t.Logf("tx of %d events at %q", len(tx.Events), tx.Position)
 			sameIDs(t, fmt.Sprintf("transaction %d", i), ids(tx.Events), w)
 			positions = append(positions, tx.Position)
 		}
@@ -278,7 +277,7 @@ func TestCloseUnblocksNext(t *testing.T) {
 // one before it (a reader opened there reads it again).
 func TestXATransactions(t *testing.T) {
 	e := newEnv(t)
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	cfg := e.config()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	r := openWith(t, cfg, e.head(t))
@@ -348,24 +347,6 @@ func TestXATransactions(t *testing.T) {
 	sameIDs(t, "two-phase XA, again", ids(nextEvents(t, again).Events), []string{idOf["xa-two-phase"]})
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestReconnectAfterLostConnection: when the server kills the stream's
 // connection, Next reconnects from the last position it returned and goes
 // on with the following transactions, none twice.
@@ -390,7 +371,7 @@ func TestReconnectAfterLostConnection(t *testing.T) {
 	}
 	defer own.Close()
 
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	cfg := e.config()
 	cfg.DSN = dsn.FormatDSN()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
