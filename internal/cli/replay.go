@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -202,27 +201,10 @@ func checkSavedRange(checkpoint, from, to string, asked, saved store.ReplaySelec
 		saved.To.Sub(saved.From).Round(time.Second), from, to, asked.From.Format(time.RFC3339), asked.To.Format(time.RFC3339))}
 }
 
-// ensureReplayTopic creates the replay topic with the live topic's
-// partitions and replication, so keys land on the same partition numbers,
-// and its max.message.bytes, so every record of the live topic fits.
+// ensureReplayTopic creates the replay topic like the live topic
+// (kafka.EnsureReplayTopic) and says what it did.
 func ensureReplayTopic(cmd *cobra.Command, adm *kadm.Client, live, replay string) error {
-	descs, err := kafka.DescribeTopics(cmd.Context(), adm, live)
-	if err != nil {
-		return fmt.Errorf("live topic %s: %w", live, err)
-	}
-	d := descs[0]
-	minISR := min(kafka.TopicMinInsyncReplicasDefault, d.ReplicationFactor)
-	if v, err := strconv.Atoi(d.Configs["min.insync.replicas"]); err == nil {
-		minISR = v
-	}
-	configs := map[string]string{}
-	if v, ok := d.Configs["max.message.bytes"]; ok {
-		configs["max.message.bytes"] = v
-	}
-	change, err := kafka.EnsureTopic(cmd.Context(), adm, kafka.TopicSpec{
-		Name: replay, Partitions: int32(len(d.Partitions)), ReplicationFactor: int16(d.ReplicationFactor),
-		MinInsyncReplicas: minISR, Configs: configs,
-	}, false)
+	change, err := kafka.EnsureReplayTopic(cmd.Context(), adm, live, replay)
 	if err != nil {
 		return err
 	}
