@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -84,69 +83,22 @@ func (Dialect) ReadAuditLog(ctx context.Context, q store.Querier, beforeID int64
 		query += ` WHERE id < ?`
 		args = append(args, beforeID)
 	}
-	rows, err := q.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var a store.AuditEntry
-		var details sql.NullString
-		if err := rows.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.EventID, &a.Reason, &details); err != nil {
-			return nil, err
-		}
-		if details.Valid {
-			a.Details = json.RawMessage(details.String)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return store.ScanAuditEntries(q.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, limit)...))
 }
 
 // ListReplayCheckpoints implements store.EventsDialect. The table holds a
 // row per replay ever run: small, read whole.
 func (Dialect) ListReplayCheckpoints(ctx context.Context, q store.Querier, limit int) ([]store.ReplayProgress, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, selection, replayed, finished_at IS NOT NULL, updated_at
-		FROM herald_replay_checkpoints ORDER BY updated_at DESC, name LIMIT ?`, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ReplayProgress
-	for rows.Next() {
-		var p store.ReplayProgress
-		var sel string
-		if err := rows.Scan(&p.Name, &sel, &p.Replayed, &p.Finished, &p.UpdatedAt); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(sel), &p.Selection); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return store.ScanReplayProgress(q.QueryContext(ctx, `SELECT name, selection, replayed, finished_at IS NOT NULL, updated_at
+		FROM herald_replay_checkpoints ORDER BY updated_at DESC, name LIMIT ?`, limit))
 }
 
 // ReadDeliveryDelays implements store.EventsDialect: a backward walk of
 // idx_ready's published range, covered by it (published_at and
 // occurred_at are its columns).
 func (Dialect) ReadDeliveryDelays(ctx context.Context, q store.Querier, window time.Duration, limit int) ([]time.Duration, error) {
-	rows, err := q.QueryContext(ctx, `SELECT TIMESTAMPDIFF(MICROSECOND, occurred_at, published_at)
+	return store.ScanDelays(q.QueryContext(ctx, `SELECT TIMESTAMPDIFF(MICROSECOND, occurred_at, published_at)
 		FROM outbox_events FORCE INDEX (idx_ready)
 		WHERE published_at > UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
-		ORDER BY published_at DESC LIMIT ?`, window.Microseconds(), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []time.Duration
-	for rows.Next() {
-		var us int64
-		if err := rows.Scan(&us); err != nil {
-			return nil, err
-		}
-		out = append(out, max(time.Duration(us)*time.Microsecond, 0))
-	}
-	return out, rows.Err()
+		ORDER BY published_at DESC LIMIT ?`, window.Microseconds(), limit))
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -89,71 +88,22 @@ func (Dialect) ReadAuditLog(ctx context.Context, q store.Querier, beforeID int64
 		args = append(args, beforeID)
 	}
 	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, query+fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var a store.AuditEntry
-		var details []byte
-		if err := rows.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.EventID, &a.Reason, &details); err != nil {
-			return nil, err
-		}
-		a.At = a.At.UTC()
-		if details != nil {
-			a.Details = json.RawMessage(details)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return store.ScanAuditEntries(q.QueryContext(ctx, query+fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args)), args...))
 }
 
 // ListReplayCheckpoints implements store.EventsDialect. The table holds a
 // row per replay ever run: small, read whole.
 func (Dialect) ListReplayCheckpoints(ctx context.Context, q store.Querier, limit int) ([]store.ReplayProgress, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, selection, replayed, finished_at IS NOT NULL, updated_at
-		FROM herald_replay_checkpoints ORDER BY updated_at DESC, name LIMIT $1`, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ReplayProgress
-	for rows.Next() {
-		var p store.ReplayProgress
-		var sel []byte
-		if err := rows.Scan(&p.Name, &sel, &p.Replayed, &p.Finished, &p.UpdatedAt); err != nil {
-			return nil, err
-		}
-		p.UpdatedAt = p.UpdatedAt.UTC()
-		if err := json.Unmarshal(sel, &p.Selection); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return store.ScanReplayProgress(q.QueryContext(ctx, `SELECT name, selection, replayed, finished_at IS NOT NULL, updated_at
+		FROM herald_replay_checkpoints ORDER BY updated_at DESC, name LIMIT $1`, limit))
 }
 
 // ReadDeliveryDelays implements store.EventsDialect: a backward walk of
 // idx_ready's published range (published_at and occurred_at are its
 // columns).
 func (Dialect) ReadDeliveryDelays(ctx context.Context, q store.Querier, window time.Duration, limit int) ([]time.Duration, error) {
-	rows, err := q.QueryContext(ctx, `SELECT (extract(epoch FROM published_at - occurred_at) * 1000000)::bigint
+	return store.ScanDelays(q.QueryContext(ctx, `SELECT (extract(epoch FROM published_at - occurred_at) * 1000000)::bigint
 		FROM outbox_events
 		WHERE published_at > statement_timestamp() - make_interval(secs => $1)
-		ORDER BY published_at DESC LIMIT $2`, window.Seconds(), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []time.Duration
-	for rows.Next() {
-		var us int64
-		if err := rows.Scan(&us); err != nil {
-			return nil, err
-		}
-		out = append(out, max(time.Duration(us)*time.Microsecond, 0))
-	}
-	return out, rows.Err()
+		ORDER BY published_at DESC LIMIT $2`, window.Seconds(), limit))
 }
