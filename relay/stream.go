@@ -81,7 +81,7 @@ const (
 	streamCheckpointInterval = time.Second
 	// watermarkInterval is how often the leader samples a new watermark
 	// (section 9.3).
-	watermarkInterval = 5 * time.Second
+	watermarkInterval = time.Second
 )
 
 // streamer is the open change stream of a leading relay: a goroutine
