@@ -10,9 +10,11 @@ import (
 	"github.com/herald-outbox/herald/store"
 )
 
-// StreamSource is a database's change stream: the relay's binlog source
-// (docs/design.md, section 9). internal/cli adapts package
-// store/mysql/binlog to it, so the relay depends on no dialect.
+// StreamSource is a database's change stream (docs/design.md, section 9):
+// relay/binlogsource adapts package store/mysql/binlog to it (MariaDB,
+// MySQL), relay/walsource package store/postgres/wal (PostgreSQL), so the
+// relay depends on no dialect. relay/streamtest is the conformance suite
+// both run.
 type StreamSource interface {
 	// Head is where a stream opened now begins: every transaction that
 	// ended before Head was called lies before it, and is visible to reads
@@ -25,6 +27,26 @@ type StreamSource interface {
 	// Reached says whether position is at or past target: every
 	// transaction before target lies before position.
 	Reached(position, target string) (bool, error)
+}
+
+// StreamSweeper is a StreamSource whose Head may lie after a commit that
+// reads do not see yet (PostgreSQL writes a commit record an instant before
+// the transaction is visible): the sweep before a stream starts takes its
+// position from SweepHead instead (docs/design.md, section 9.6).
+type StreamSweeper interface {
+	// SweepHead readies the source to stream and returns a position such
+	// that every transaction before it is visible to reads that start
+	// after SweepHead returns, and every one after it is in a stream
+	// opened there.
+	SweepHead(ctx context.Context) (string, error)
+}
+
+// StreamConfirmer is a StreamReader that tells the server what the relay
+// no longer needs (PostgreSQL's slot keeps its WAL until then): the relay
+// calls Confirm with each checkpoint it saved, and only then, so the server
+// never forgets a transaction the checkpoint has not passed.
+type StreamConfirmer interface {
+	Confirm(position string)
 }
 
 // StreamReader reads a change stream.
@@ -50,8 +72,9 @@ type StreamTx struct {
 }
 
 // ErrStreamPositionGone: the stream position is no longer on the server
-// (its binlogs were purged); the relay sweeps and starts again from the
-// head (docs/design.md, section 9.3).
+// (its binlogs were purged, its replication slot dropped or invalidated);
+// the relay sweeps and starts again from the head (docs/design.md,
+// section 9.6).
 var ErrStreamPositionGone = errors.New("the change stream's position is no longer on the server")
 
 // StreamObserver is told what the stream does; an Observer may implement
@@ -223,7 +246,13 @@ func (r *Relay) startStream(ctx context.Context) error {
 // sweep publishes every ready event through the polling path, after
 // taking the head the stream will start from, and checkpoints that head.
 func (r *Relay) sweep(ctx context.Context) (string, error) {
-	head, err := r.cfg.Stream.Head(ctx)
+	var head string
+	var err error
+	if sw, ok := r.cfg.Stream.(StreamSweeper); ok {
+		head, err = sw.SweepHead(ctx)
+	} else {
+		head, err = r.cfg.Stream.Head(ctx)
+	}
 	if err != nil {
 		return "", fmt.Errorf("read the change stream's head: %w", err)
 	}
@@ -463,6 +492,9 @@ func (r *Relay) nextCheckpoint(ctx context.Context, position string) (store.Chec
 func (r *Relay) checkpointed(cp store.Checkpoint) {
 	s := r.streamer
 	s.checkpointed, s.savedAt, s.acknowledged = cp.Position, time.Now(), 0
+	if c, ok := s.reader.(StreamConfirmer); ok {
+		c.Confirm(cp.Position)
+	}
 	if o, ok := r.cfg.Observer.(StreamObserver); ok {
 		o.Checkpointed(s.savedAt)
 	}

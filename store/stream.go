@@ -143,3 +143,58 @@ func (s *Store) WatermarkEnded(ctx context.Context, sample WatermarkSample) (boo
 	}
 	return ended, nil
 }
+
+// ReplicationSlot is a logical replication slot of the outbox's database
+// (PostgreSQL; docs/postgres-stream.md): what herald status and the
+// metrics show of the WAL source's slot, and of any other slot left in
+// the database.
+type ReplicationSlot struct {
+	Name   string `json:"name"`
+	Plugin string `json:"plugin"`
+	// Active says a connection streams from it now, ActivePID its server
+	// process.
+	Active    bool `json:"active"`
+	ActivePID int  `json:"active_pid,omitempty"`
+	// RestartLSN is the oldest WAL the slot keeps; ConfirmedFlushLSN the
+	// position its reader confirmed (herald confirms only its
+	// checkpoint). Empty when the slot was invalidated.
+	RestartLSN        string `json:"restart_lsn"`
+	ConfirmedFlushLSN string `json:"confirmed_flush_lsn"`
+	// RetainedBytes is the WAL the slot keeps on disk (the server's
+	// position less RestartLSN); LagBytes how far ConfirmedFlushLSN is
+	// behind the server's position. -1 when unknown (invalidated).
+	RetainedBytes int64 `json:"retained_bytes"`
+	LagBytes      int64 `json:"lag_bytes"`
+	// WALStatus is the server's judgement of the slot's WAL: reserved,
+	// extended, unreserved (beyond max_slot_wal_keep_size, not yet
+	// removed) or lost (invalidated: it cannot stream again).
+	WALStatus string `json:"wal_status"`
+	// SafeWALBytes is how much more WAL the slot may retain before it is
+	// invalidated; -1 without a limit (max_slot_wal_keep_size = -1).
+	SafeWALBytes int64 `json:"safe_wal_bytes"`
+}
+
+// Lost says the slot was invalidated: its WAL is gone.
+func (s ReplicationSlot) Lost() bool { return s.WALStatus == "lost" }
+
+// SlotDialect reads the replication slots of the database: a dialect
+// whose change stream uses slots (PostgreSQL) implements it.
+type SlotDialect interface {
+	// ReadSlots returns the logical replication slots of the current
+	// database, by name.
+	ReadSlots(ctx context.Context, q Querier) ([]ReplicationSlot, error)
+}
+
+// ReplicationSlots reads the database's logical replication slots; false
+// when the dialect has none (MariaDB/MySQL).
+func (s *Store) ReplicationSlots(ctx context.Context) ([]ReplicationSlot, bool, error) {
+	d, ok := s.dialect.(SlotDialect)
+	if !ok {
+		return nil, false, nil
+	}
+	slots, err := d.ReadSlots(ctx, s.db)
+	if err != nil {
+		return nil, true, fmt.Errorf("read the replication slots: %w", err)
+	}
+	return slots, true, nil
+}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -267,10 +268,16 @@ func Unavailable(err error) bool {
 // databases. On PostgreSQL a plain DROP first (it stops an autovacuum
 // worker on the database by itself, which a forced drop may not terminate
 // for a non-superuser), then, if sessions remain (a killed process's), a
-// forced one.
+// forced one. Its logical replication slots go first.
 func DropDatabase(ctx context.Context, db *sql.DB, d store.Dialect, name string) error {
 	if !OnPostgres(d) {
 		_, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
+		return err
+	}
+	// A logical replication slot keeps its database from being dropped
+	// (the WAL source's, left by a relay that died): it goes first, and
+	// the connection streaming from it with it.
+	if err := dropSlots(ctx, db, name); err != nil {
 		return err
 	}
 	_, err := db.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`"`)
@@ -279,4 +286,34 @@ func DropDatabase(ctx context.Context, db *sql.DB, d store.Dialect, name string)
 		_, err = db.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
 	}
 	return err
+}
+
+// dropSlots drops the logical replication slots of database name, ending
+// the connections that stream from them; a slot keeps its database from
+// being dropped (the WAL source's, left by a relay that died).
+func dropSlots(ctx context.Context, db *sql.DB, name string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_replication_slots WHERE database = $1`, name).Scan(&left)
+		if err != nil || left == 0 {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+			WHERE database = $1 AND active_pid IS NOT NULL`, name); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+			WHERE database = $1 AND NOT active`, name); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replication slots of database %s are still in use", name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -32,10 +32,15 @@ var _ relay.StreamSource = Source{}
 // database, with its password (and TLS configuration, registered with the
 // driver) in place; db is a pool on the same database.
 func New(ctx context.Context, db *sql.DB, dsn string, logger *slog.Logger) (Source, error) {
+	return NewWithConfig(ctx, db, binlog.Config{DSN: dsn, Logger: logger})
+}
+
+// NewWithConfig is New with every setting of the reader (cfg.DSN as New's
+// dsn).
+func NewWithConfig(ctx context.Context, db *sql.DB, cfg binlog.Config) (Source, error) {
 	if err := binlog.Check(ctx, db); err != nil {
 		return Source{}, err
 	}
-	cfg := binlog.Config{DSN: dsn, Logger: logger}
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}

@@ -34,15 +34,20 @@ configure_postgres() {
 
 # The application role: owns database herald and may create the databases
 # tests use (one each, herald_t_*). The TLS roles (pg_hba.conf) are members
-# of it, so they use what it creates.
+# of it, so they use what it creates. It has the REPLICATION attribute for
+# `herald relay --source wal` (a logical replication connection, and the
+# slot it creates; attributes are not inherited, so the TLS roles stream
+# only if given it too).
 create_postgres_role() {
   step "create postgresql roles herald, $MARIADB_TLS_USER, $MARIADB_X509_USER and database herald"
   local psql
   psql=(pg_as_postgres "$(pg_bin)/psql" -h "$PG_DIR" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAt
     -v tls_user="$MARIADB_TLS_USER" -v tls_password="$MARIADB_TLS_PASSWORD" -v x509_user="$MARIADB_X509_USER")
   "${psql[@]}" <<'SQL' >/dev/null || fail "create roles"
-SELECT 'CREATE ROLE herald LOGIN CREATEDB PASSWORD ''herald'''
+SELECT 'CREATE ROLE herald LOGIN CREATEDB REPLICATION PASSWORD ''herald'''
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'herald') \gexec
+SELECT 'ALTER ROLE herald REPLICATION'
+  WHERE EXISTS (SELECT FROM pg_roles WHERE rolname = 'herald' AND NOT rolreplication) \gexec
 SELECT format('CREATE ROLE %I LOGIN PASSWORD %L IN ROLE herald', :'tls_user', :'tls_password')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'tls_user') \gexec
 SELECT format('CREATE ROLE %I LOGIN IN ROLE herald', :'x509_user')
@@ -71,7 +76,9 @@ stop_debian_clusters() {
 }
 
 # up_postgres: a running server whose configuration changed reloads it
-# (TLS and the authentication rules need no restart).
+# (TLS and the authentication rules need no restart). A setting only a
+# restart applies (max_replication_slots, max_wal_senders) is named with
+# what applies it: restarting a shared server is the operator's call.
 up_postgres() {
   stop_debian_clusters
   configure_postgres
@@ -81,4 +88,10 @@ up_postgres() {
   fi
   "$NODE" start postgres
   create_postgres_role
+  local pending
+  pending=$(pg_as_postgres "$(pg_bin)/psql" -h "$PG_DIR" -U postgres -d postgres -qAt \
+    -c "SELECT string_agg(name, ', ') FROM pg_settings WHERE pending_restart" 2>/dev/null || true)
+  if [ -n "$pending" ]; then
+    step "postgresql: $pending changed; a restart applies it (stack/node.sh stop postgres, then make up)"
+  fi
 }
