@@ -107,22 +107,28 @@ func TestBinlogRelaySweepsThenStreams(t *testing.T) {
 // duplicates are counted.
 func TestKilledStreamLeadersLoseNothing(t *testing.T) {
 	t.Parallel() // relays run as processes on a database and topic of their own
-	const (
-		aggregates = 100
-		kills      = 5
-	)
 	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
+	killStreamLeaders(t, e, 5, e.binlogRelay)
+}
+
+// killStreamLeaders is the kill test of a stream source: three relays
+// started by start under continuous writes, the leader SIGKILLed kills
+// times and restarted under a new id (see
+// TestKilledStreamLeadersLoseNothing). It logs each failover's time, from
+// the kill to another relay streaming.
+func killStreamLeaders(t *testing.T, e *env, kills int, start func(*testing.T, testenv.RelayOptions) *testenv.Process) {
+	const aggregates = 100
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	incarnation := map[string]int{}
 	relays := map[string]*testenv.Process{} // current relay id -> process
-	start := func(slot string) {
+	restart := func(slot string) {
 		incarnation[slot]++
 		id := fmt.Sprintf("%s-%d", slot, incarnation[slot])
-		relays[id] = e.binlogRelay(t, testenv.RelayOptions{Name: id})
+		relays[id] = start(t, testenv.RelayOptions{Name: id})
 	}
 	for _, slot := range []string{"s-a", "s-b", "s-c"} {
-		start(slot)
+		restart(slot)
 	}
 	writers := []*liveWriter{e.startLiveWriter(ctx, aggregates, 1_000_000)}
 	streamed := func(id string) float64 {
@@ -148,7 +154,7 @@ func TestKilledStreamLeadersLoseNothing(t *testing.T) {
 			return now != leader && relays[now] != nil && streamed(now) > 0, fmt.Sprintf("leader %q", now)
 		})
 		failovers = append(failovers, time.Since(killedAt))
-		start(slot)
+		restart(slot)
 	}
 	writers[0].stop()
 	committedN, rolledBack := writers[0].wait(t)

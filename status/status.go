@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +45,8 @@ func (r Relay) Expired() bool { return r.LeaseLeft <= 0 }
 // Stream is the change stream (docs/design.md, section 9): absent when no
 // relay ever streamed.
 type Stream struct {
-	// Source is "binlog" while a leader's lease runs, "poll" otherwise.
+	// Source is "binlog" or "wal" while a leader's lease runs (the
+	// checkpoint's kind says which), "poll" otherwise.
 	Source string `json:"source"`
 	Leader string `json:"leader,omitempty"`
 	Epoch  uint64 `json:"epoch"`
@@ -59,7 +61,16 @@ type Stream struct {
 	// rows written before it are published (docs/design.md, section 9.3);
 	// 0 before it was ever set.
 	WatermarkAge time.Duration `json:"watermark_age_ns"`
+	// Slots are the database's logical replication slots (PostgreSQL):
+	// the WAL source's, and any other left in it. A slot keeps the
+	// server's WAL until its reader confirms it: its retained bytes grow
+	// while no relay streams (docs/runbooks/growing-slot.md).
+	Slots []store.ReplicationSlot `json:"replication_slots,omitempty"`
 }
+
+// walPositionPrefix starts the checkpoint of the WAL source (package
+// store/postgres/wal's positions).
+const walPositionPrefix = "pg-lsn:"
 
 // ConfigurationStop is the claimable events whose last release was a Kafka
 // configuration failure of one class (docs/security.md): charged nothing,
@@ -125,6 +136,8 @@ func Read(ctx context.Context, st *store.Store) (Report, error) {
 	read("delivery delay", func() (err error) { rep.DeliveryDelay, err = st.ReadDeliveryDelay(ctx); return err })
 	read("relays", func() (err error) { rep.Relays, rep.FreeBuckets, err = relays(ctx, st); return err })
 	read("stream", func() (err error) { rep.Stream, err = stream(ctx, st); return err })
+	var slots []store.ReplicationSlot
+	read("replication slots", func() (err error) { slots, _, err = st.ReplicationSlots(ctx); return err })
 	read("quarantine", func() (err error) {
 		quarantine, err = st.ListQuarantined(ctx, store.QuarantineFilter{Limit: QuarantineShownDefault})
 		return err
@@ -132,6 +145,12 @@ func Read(ctx context.Context, st *store.Store) (Report, error) {
 	wg.Wait()
 	if len(errs) > 0 {
 		return rep, errors.Join(errs...)
+	}
+	if len(slots) > 0 {
+		if rep.Stream == nil {
+			rep.Stream = &Stream{Source: "poll"}
+		}
+		rep.Stream.Slots = slots
 	}
 	if quarantine != nil {
 		rep.Quarantined = quarantine
@@ -197,6 +216,9 @@ func stream(ctx context.Context, st *store.Store) (*Stream, error) {
 		s.LeaseLeft = l.Expires.Sub(now)
 		if s.LeaseLeft > 0 {
 			s.Source = "binlog"
+			if strings.HasPrefix(l.Position, walPositionPrefix) {
+				s.Source = "wal"
+			}
 		}
 	}
 	if !l.CheckpointedAt.IsZero() {

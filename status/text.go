@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/herald-outbox/herald/store"
 )
 
 // WriteText prints the report as `herald status` does: one screen, in
@@ -28,7 +30,7 @@ func (r Report) WriteText(out io.Writer) error {
 	fmt.Fprintf(w, "  published in the last hour\t%d\t%s\n\n", b.PublishedLastHour, r.DeliveryDelay.Text())
 
 	if st := r.Stream; st != nil {
-		fmt.Fprintln(w, "STREAM (--source binlog)\t\t")
+		fmt.Fprintf(w, "STREAM (--source %s)\t\t\n", streamSource(st))
 		switch {
 		case st.Source == "binlog":
 			fmt.Fprintf(w, "  leader\t%s\tepoch %d, lease %s left\n", st.Leader, st.Epoch, st.LeaseLeft.Round(time.Second))
@@ -40,6 +42,12 @@ func (r Report) WriteText(out io.Writer) error {
 		fmt.Fprintf(w, "  position\t%s\tcheckpointed %s ago\n", st.Position, Age(st.CheckpointAge))
 		if st.WatermarkAge > 0 {
 			fmt.Fprintf(w, "  watermark\t%s behind\tevents written before it are published\n", Age(st.WatermarkAge))
+		}
+		for _, sl := range st.Slots {
+			fmt.Fprintf(w, "  slot %s\t%s retained\t%s\n", sl.Name, Bytes(sl.RetainedBytes), SlotText(sl))
+		}
+		if len(st.Slots) == 0 && strings.HasPrefix(st.Position, walPositionPrefix) {
+			fmt.Fprintln(w, "  slot\t(none)\tMISSING: the next --source wal leader sweeps the outbox, then creates it and streams")
 		}
 		fmt.Fprintln(w)
 	}
@@ -156,4 +164,51 @@ type Error struct {
 // NewError returns the JSON error object for err.
 func NewError(err error) Error {
 	return Error{At: time.Now().UTC(), Error: strings.TrimSpace(err.Error())}
+}
+
+// streamSource names the source a stream report is about.
+func streamSource(st *Stream) string {
+	if st.Source != "poll" {
+		return st.Source
+	}
+	if len(st.Slots) > 0 || strings.HasPrefix(st.Position, walPositionPrefix) {
+		return "wal"
+	}
+	return "binlog"
+}
+
+// SlotText says what state a replication slot is in, for an operator.
+func SlotText(s store.ReplicationSlot) string {
+	var state string
+	switch {
+	case s.Lost():
+		return "INVALIDATED: its WAL is gone; the next --source wal leader sweeps the outbox and creates it anew"
+	case s.Active:
+		state = fmt.Sprintf("streaming (pid %d)", s.ActivePID)
+	default:
+		state = "not streaming: the WAL it holds grows until a --source wal relay reads it, or herald stream drop removes it"
+	}
+	state += fmt.Sprintf(", confirmed %s behind the server", Bytes(s.LagBytes))
+	switch {
+	case s.WALStatus == "unreserved":
+		state += "; PAST max_slot_wal_keep_size: invalidated at the next checkpoint"
+	case s.SafeWALBytes >= 0:
+		state += fmt.Sprintf("; %s more before max_slot_wal_keep_size invalidates it", Bytes(s.SafeWALBytes))
+	}
+	return state
+}
+
+// Bytes prints a size in bytes in binary units ("-" when unknown).
+func Bytes(n int64) string {
+	switch {
+	case n < 0:
+		return "-"
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

@@ -84,7 +84,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newMigrateCommand(), newTopicsCommand(), newRelayCommand(),
-		newQuarantineCommand(), newCleanupCommand(), newStatusCommand(), newReplayCommand(), newDrillCommand(), newDemoCommand())
+		newQuarantineCommand(), newCleanupCommand(), newStatusCommand(), newReplayCommand(), newDrillCommand(), newDemoCommand(), newStreamCommand())
 	root.AddCommand(newConsoleCommand())
 	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()

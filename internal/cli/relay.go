@@ -59,6 +59,7 @@ func newRelayCommand() *cobra.Command {
 		maxRecord   int
 		migrate     bool
 		source      string
+		slot        slotFlag
 	)
 	env := envFlags{}
 	cmd := &cobra.Command{
@@ -86,6 +87,20 @@ names each missing setting with its fix:
 The local stack's MariaDB has them (stack/mariadb/my.cnf, stack/up.sh);
 the README's "Your own database and Kafka" lists every grant herald needs.
 
+--source wal (PostgreSQL 14+): the same, from a logical replication slot
+(--slot, default herald_<database>) through the built-in pgoutput plugin
+and a publication of outbox_events' inserts. It needs
+
+  server settings  wal_level = logical, max_replication_slots and
+                   max_wal_senders of at least 1 each (a restart applies them)
+  role             the REPLICATION attribute; owning outbox_events (as the
+                   role that ran herald migrate does) to create the
+                   publication, or run herald stream setup as its owner
+
+It creates the publication and the slot when missing; herald stream status
+shows the slot's retained WAL, herald stream drop removes both
+(docs/postgres-stream.md).
+
 Every flag has an environment variable (shown in its help). SIGTERM or SIGINT
 stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		Args: cobra.NoArgs,
@@ -112,13 +127,21 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			case linger == 0:
 				linger = -1 // kafka.ProducerConfig's "no lingering"; its 0 is the default
 			}
-			if source != sourcePoll && source != sourceBinlog {
-				problems = append(problems, fmt.Sprintf("--source: want %s or %s, got %q", sourcePoll, sourceBinlog, source))
+			if source != sourcePoll && source != sourceBinlog && source != sourceWAL {
+				problems = append(problems, fmt.Sprintf("--source: want %s, %s or %s, got %q", sourcePoll, sourceBinlog, sourceWAL, source))
 			}
-			if url, err := db.url(); err == nil && source == sourceBinlog && database.IsPostgres(url) {
-				problems = append(problems, "--source binlog: streams the MariaDB/MySQL binlog; PostgreSQL has no change-stream source, use --source poll")
+			if url, err := db.url(); err == nil {
+				switch {
+				case source == sourceBinlog && database.IsPostgres(url):
+					problems = append(problems, "--source binlog: streams the MariaDB/MySQL binlog; on PostgreSQL use --source wal (or poll)")
+				case source == sourceWAL && !database.IsPostgres(url):
+					problems = append(problems, "--source wal: streams PostgreSQL's WAL; on MariaDB/MySQL use --source binlog (or poll)")
+				}
 			}
-			if source == sourceBinlog && !cmd.Flags().Changed("linger") {
+			if cmd.Flags().Changed("slot") && source != sourceWAL {
+				problems = append(problems, "--slot: only --source wal streams from a replication slot")
+			}
+			if source != sourcePoll && !cmd.Flags().Changed("linger") {
 				// A stream publishes as events commit: waiting for company
 				// only adds latency.
 				linger = -1
@@ -154,8 +177,13 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			} else if err := migrations.Herald.Check(ctx, conn); err != nil {
 				return err
 			}
-			if source == sourceBinlog {
+			switch source {
+			case sourceBinlog:
 				if svc.Relay.Stream, err = newBinlogSource(ctx, conn, &db, logger); err != nil {
+					return err
+				}
+			case sourceWAL:
+				if svc.Relay.Stream, err = newWALSource(ctx, conn, &db, slot, logger); err != nil {
 					return err
 				}
 			}
@@ -200,8 +228,9 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringSliceVar(&topics, "topic", defaultRoutes(), "route aggregate_type=topic (repeatable or comma-separated)")
 	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
-	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog defaults to 0)")
-	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows) or binlog (stream committed inserts from MariaDB/MySQL's binlog; one relay streams, the others stand by)")
+	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog and wal default to 0)")
+	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows), binlog (stream committed inserts from MariaDB/MySQL's binlog) or wal (from PostgreSQL's WAL, a logical replication slot); a stream has one relay streaming, the others stand by")
+	slot.register(cmd, env)
 	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
 		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
