@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/status"
+	"github.com/herald-outbox/herald/store/postgres/wal"
 )
 
 // walRelay starts a `herald relay --source wal` process on e's
@@ -86,4 +87,41 @@ func TestKilledWALLeadersLoseNothing(t *testing.T) {
 	t.Parallel() // relays run as processes on a database and topic of their own
 	e := newEnvOn(t, testenv.PostgreSQL, testenv.TopicOptions{Partitions: 6})
 	killStreamLeaders(t, e, 4, e.walRelay)
+}
+
+// TestWALStreamFallsBackWhenItsSlotIsDropped: the slot is dropped under a
+// streaming wal relay while a writer commits (its connection ended first,
+// as herald stream drop --force does). The relay says its position is
+// gone, sweeps the outbox through the polling path, creates the slot
+// anew and streams again; herald status shows the new slot; nothing
+// committed is lost, nothing rolled back published, every aggregate in
+// order.
+func TestWALStreamFallsBackWhenItsSlotIsDropped(t *testing.T) {
+	t.Parallel() // the relay runs as a process on a database and topic of its own
+	e := newEnvOn(t, testenv.PostgreSQL, testenv.TopicOptions{Partitions: 3})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := e.walRelay(t, testenv.RelayOptions{Name: "streamer"})
+	p.WaitForLog(t, `"msg":"streaming"`, time.Minute)
+	lw := e.startLiveWriter(ctx, 30, 1_000_000)
+	p.WaitForMetric(t, "herald_relay_stream_events_total", time.Minute, "the relay streams", func(v float64) bool { return v >= 100 })
+	cfg := wal.Config{URL: e.db.DSN}
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	if slot, _, err := wal.Drop(dctx, e.db.DB, cfg, false); err != nil || !slot {
+		t.Fatalf("drop the slot under the relay: %v (dropped: %v)", err, slot)
+	}
+	p.WaitForLog(t, "no longer on the server; sweeping", time.Minute)
+	p.WaitForLog(t, "sweep done", time.Minute)
+	streamedBefore, _ := p.Metric("herald_relay_stream_events_total")
+	p.WaitForMetric(t, "herald_relay_stream_events_total", time.Minute, "the relay streams again",
+		func(v float64) bool { return v > streamedBefore })
+	lw.stop()
+	_, rolledBack := lw.wait(t)
+	e.waitDrained(t, time.Minute)
+	if st := e.statusJSON(t).Stream; st == nil || len(st.Slots) != 1 || st.Slots[0].Name != wal.SlotName(e.db.Name) || !st.Slots[0].Active {
+		t.Errorf("herald status says stream %+v, want the slot %s created anew and streaming", st, wal.SlotName(e.db.Name))
+	}
+	stop(t, p)
+	e.verifyTopic(t, nil, rolledBack)
 }

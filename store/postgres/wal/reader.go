@@ -227,7 +227,7 @@ func (r *Reader) checkSlot(ctx context.Context) error {
 		return fmt.Errorf("%w: slot %s confirmed %s, past %s: the transactions between are no longer in it",
 			ErrPositionGone, r.cfg.Slot, c, r.from.lsn)
 	}
-	return release(ctx, r.db, r.cfg, s)
+	return release(ctx, r.db, r.cfg, s, releaseGrace)
 }
 
 // startError classifies a refused START_REPLICATION.

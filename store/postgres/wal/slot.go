@@ -164,11 +164,8 @@ func Drop(ctx context.Context, db *sql.DB, cfg Config, publication bool) (slot, 
 		return false, false, err
 	}
 	if ok {
-		if err := release(ctx, db, cfg, s); err != nil {
+		if err := dropSlot(ctx, db, cfg, s); err != nil {
 			return false, false, err
-		}
-		if _, err := db.ExecContext(ctx, `SELECT pg_drop_replication_slot($1)`, cfg.Slot); err != nil {
-			return false, false, fmt.Errorf("wal: drop slot %s: %w", cfg.Slot, grantHint(err))
 		}
 		slot = true
 	}
@@ -187,17 +184,41 @@ func Drop(ctx context.Context, db *sql.DB, cfg Config, publication bool) (slot, 
 	return slot, pub, nil
 }
 
+// dropSlot drops slot s, ending the connection that streams from it; a
+// reader that reconnects in between (a relay's does within a second) is
+// ended again.
+func dropSlot(ctx context.Context, db *sql.DB, cfg Config, s store.ReplicationSlot) error {
+	deadline := time.Now().Add(cfg.Timeout)
+	for grace := releaseGrace; ; grace = 0 {
+		if err := release(ctx, db, cfg, s, grace); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `SELECT pg_drop_replication_slot($1)`, cfg.Slot)
+		var pgErr interface{ SQLState() string }
+		if err == nil || !errors.As(err, &pgErr) || pgErr.SQLState() != "55006" || time.Now().After(deadline) { // object_in_use
+			if err != nil {
+				return fmt.Errorf("wal: drop slot %s: %w", cfg.Slot, grantHint(err))
+			}
+			return nil
+		}
+		var ok bool
+		if s, ok, err = Slot(ctx, db, cfg); err != nil || !ok {
+			return err
+		}
+	}
+}
+
 // release ends the server process streaming from slot s, if any, and
 // waits until the slot is free: a relay that lost the stream lease, or a
 // connection of this process the server has not noticed closing, may
 // still hold it (the stream lease, not the slot, says who streams).
-func release(ctx context.Context, db *sql.DB, cfg Config, s store.ReplicationSlot) error {
+func release(ctx context.Context, db *sql.DB, cfg Config, s store.ReplicationSlot, grace time.Duration) error {
 	if !s.Active {
 		return nil
 	}
 	// A connection that was closed (this process's last, a relay that
 	// stopped or died) frees the slot within moments by itself.
-	if free, err := waitFree(ctx, db, cfg, releaseGrace); err != nil || free {
+	if free, err := waitFree(ctx, db, cfg, grace); err != nil || free {
 		return err
 	}
 	cfg.Logger.Warn("wal: the slot is in use by another connection; ending it", "slot", cfg.Slot, "pid", s.ActivePID)
