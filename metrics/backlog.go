@@ -18,6 +18,12 @@ type BacklogReader interface {
 	ReadBacklog(ctx context.Context) (store.Backlog, error)
 }
 
+// SlotReader reads the database's replication slots; *store.Store
+// implements it (none on MariaDB/MySQL).
+type SlotReader interface {
+	ReplicationSlots(ctx context.Context) ([]store.ReplicationSlot, bool, error)
+}
+
 // Backlog samples the outbox at a bounded rate (indexed queries every
 // interval, never one per scrape) into gauges.
 type Backlog struct {
@@ -30,6 +36,11 @@ type Backlog struct {
 	heldAggs  prometheus.Gauge
 	sampledAt prometheus.Gauge
 	errors    prometheus.Counter
+	// The replication slots' gauges, by slot (PostgreSQL's WAL source).
+	slotRetained *prometheus.GaugeVec
+	slotLag      *prometheus.GaugeVec
+	slotSafe     *prometheus.GaugeVec
+	slotActive   *prometheus.GaugeVec
 }
 
 // NewBacklog registers the backlog gauges on reg; Run fills them every
@@ -56,6 +67,14 @@ func NewBacklog(reg prometheus.Registerer, reader BacklogReader, interval time.D
 		sampledAt: f.gauge("herald_outbox_backlog_sampled_timestamp_seconds",
 			"When the backlog gauges were last read from the database."),
 		errors: f.counter("herald_outbox_backlog_sample_errors_total", "Failed backlog readings."),
+		slotRetained: f.gaugeVec("herald_stream_slot_retained_bytes",
+			"WAL the database's logical replication slot keeps on the server (PostgreSQL, --source wal), by slot.", "slot"),
+		slotLag: f.gaugeVec("herald_stream_slot_lag_bytes",
+			"How far the slot's confirmed position (the stream's checkpoint) is behind the server's WAL, by slot.", "slot"),
+		slotSafe: f.gaugeVec("herald_stream_slot_safe_wal_bytes",
+			"WAL the slot may still retain before max_slot_wal_keep_size invalidates it (-1: no limit), by slot.", "slot"),
+		slotActive: f.gaugeVec("herald_stream_slot_active",
+			"1 while a connection streams from the slot, else 0, by slot.", "slot"),
 	}
 }
 
@@ -94,4 +113,38 @@ func (b *Backlog) runOnce(ctx context.Context) {
 	b.oldest.WithLabelValues("quarantined").Set(bl.OldestQuarantinedAge.Seconds())
 	b.heldAggs.Set(float64(bl.HeldAggregates))
 	b.sampledAt.Set(float64(time.Now().Unix()))
+	b.sampleSlots(qctx)
+}
+
+// sampleSlots fills the slots' gauges; a slot dropped since the last
+// sample leaves them.
+func (b *Backlog) sampleSlots(ctx context.Context) {
+	r, ok := b.reader.(SlotReader)
+	if !ok {
+		return
+	}
+	slots, ok, err := r.ReplicationSlots(ctx)
+	if !ok {
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			b.errors.Inc()
+			b.log.Warn("replication slot reading failed", "error", err)
+		}
+		return
+	}
+	for _, v := range []*prometheus.GaugeVec{b.slotRetained, b.slotLag, b.slotSafe, b.slotActive} {
+		v.Reset()
+	}
+	for _, s := range slots {
+		b.slotRetained.WithLabelValues(s.Name).Set(float64(s.RetainedBytes))
+		b.slotLag.WithLabelValues(s.Name).Set(float64(s.LagBytes))
+		b.slotSafe.WithLabelValues(s.Name).Set(float64(s.SafeWALBytes))
+		active := 0.0
+		if s.Active {
+			active = 1
+		}
+		b.slotActive.WithLabelValues(s.Name).Set(active)
+	}
 }

@@ -50,13 +50,13 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 		takeovers: f.counter("herald_relay_bucket_takeovers_total",
 			"Buckets this relay took over from a relay whose lease had expired (died, hung or lost the database)."),
 		streamLeader: f.gauge("herald_relay_stream_leader",
-			"1 while this relay leads the binlog stream, else 0."),
+			"1 while this relay leads the change stream (binlog or WAL), else 0."),
 		streamEvents: f.counter("herald_relay_stream_events_total",
-			"Events this relay read from the binlog stream while it led."),
+			"Events this relay read from the change stream while it led."),
 		handedOver: f.counter("herald_relay_stream_handed_over_total",
 			"Stream events handed to the polling path (held behind an earlier event that is not done)."),
 		streamLag: f.gaugeVec("herald_relay_stream_lag",
-			"How far the binlog stream is behind the server's head, by unit: seconds, bytes (-1 when unknown).", "unit"),
+			"How far the change stream is behind the server's head (binlog or WAL), by unit: seconds, bytes (-1 when unknown).", "unit"),
 		delivery: f.histogramVec("herald_relay_delivery_delay_seconds",
 			"From an event's occurred_at to Kafka's acknowledgement, by source: poll or stream.",
 			prometheus.ExponentialBuckets(0.001, 2, 18), "source"),
@@ -79,7 +79,7 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 		m.configuration.WithLabelValues(class).Set(0)
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_relay_stream_checkpoint_age_seconds",
-		Help: "Time since this relay last moved the binlog stream's checkpoint (0 before it did)."},
+		Help: "Time since this relay last moved the change stream's checkpoint (0 before it did)."},
 		func() float64 {
 			at := m.checkpointAt.Load()
 			if at == 0 {

@@ -39,13 +39,13 @@ func (e *env) statusJSON(t *testing.T) status.Report {
 // through the polling path, creates the slot, then streams what a writer
 // commits meanwhile and after; kcat finds every committed event, none
 // rolled back, every aggregate in order; herald status names the source,
-// the leader, the position and the slot.
+// the leader, the position and the slot, and the metrics show the slot.
 func TestWALRelaySweepsThenStreams(t *testing.T) {
 	e := newEnvOn(t, testenv.PostgreSQL, testenv.TopicOptions{Partitions: 6})
 	e.preload(t, 2_000, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := e.walRelay(t, testenv.RelayOptions{Name: "streamer"})
+	p := e.walRelay(t, testenv.RelayOptions{Name: "streamer", Env: []string{"HERALD_BACKLOG_INTERVAL=1s"}})
 	during := e.startLiveWriter(ctx, 100, 1_500)
 	p.WaitForLog(t, `"msg":"streaming"`, 2*time.Minute)
 	after := e.startLiveWriter(ctx, 100, 300)
@@ -68,6 +68,11 @@ func TestWALRelaySweepsThenStreams(t *testing.T) {
 	}
 	if streamed == 0 {
 		t.Error("the stream read no event: everything went through the polling path")
+	}
+	// The slot's gauges come with the backlog's.
+	p.WaitForMetric(t, "herald_stream_slot_active", time.Minute, "the slot's gauges", func(v float64) bool { return v == 1 })
+	if retained, err := p.Metric("herald_stream_slot_retained_bytes"); err != nil || retained <= 0 {
+		t.Errorf("herald_stream_slot_retained_bytes = %v (%v), want the slot's WAL", retained, err)
 	}
 	rep := e.statusJSON(t)
 	if st := rep.Stream; st == nil || st.Source != "wal" || st.Leader != "streamer" || !strings.HasPrefix(st.Position, "pg-lsn:") ||
