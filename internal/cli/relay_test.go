@@ -44,7 +44,12 @@ func TestRelayRefusesExplicitInvalidValues(t *testing.T) {
 		{"inbox retention not above the retention", []string{"--cleanup-retention=168h", "--cleanup-inbox-retention=24h"}, nil,
 			[]string{"--cleanup-inbox-retention: must be longer"}},
 		{"binlog source on PostgreSQL", []string{"--source=binlog", "--mysql-dsn=postgres://u:p@127.0.0.1:1/db"}, nil,
-			[]string{"--source binlog", "PostgreSQL has no change-stream source", "--source poll"}},
+			[]string{"--source binlog", "on PostgreSQL use --source wal"}},
+		{"wal source on MariaDB", []string{"--source=wal"}, nil,
+			[]string{"--source wal", "streams PostgreSQL's WAL", "on MariaDB/MySQL use --source binlog"}},
+		{"slot without the wal source", []string{"--slot=herald_x", "--mysql-dsn=postgres://u:p@127.0.0.1:1/db"}, nil,
+			[]string{"--slot: only --source wal"}},
+		{"unknown source", []string{"--source=debezium"}, nil, []string{"--source: want poll, binlog or wal"}},
 		{"every problem at once", []string{"--lease=0", "--batch-size=0", "--cleanup-retention=-1h", "--compression=brotli"}, nil,
 			[]string{"--lease", "--batch-size", "--cleanup-retention", "--compression"}},
 	}
@@ -104,6 +109,23 @@ func clearHeraldEnv(t *testing.T) {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "HERALD_") {
 			t.Setenv(name, "") // restored when t ends
 			os.Unsetenv(name)
+		}
+	}
+}
+
+// TestRelayHelpNamesWALRequirements: herald relay --help says what
+// --source wal needs of PostgreSQL and of herald's role (what
+// store/postgres/wal.Check checks) and where the setup is documented.
+func TestRelayHelpNamesWALRequirements(t *testing.T) {
+	code, stdout, stderr := runMain(t, "relay", "--help")
+	if code != 0 {
+		t.Fatalf("relay --help: exit %d\n%s", code, stderr)
+	}
+	help := strings.Join(strings.Fields(stdout), " ")
+	for _, want := range []string{"--source wal", "wal_level = logical", "max_replication_slots", "REPLICATION attribute",
+		"herald stream setup", "--slot", "docs/postgres-stream.md"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("relay --help does not name %q", want)
 		}
 	}
 }

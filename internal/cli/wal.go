@@ -43,6 +43,9 @@ func walConfig(db *dbFlags, slot slotFlag, logger *slog.Logger) (wal.Config, err
 		return wal.Config{}, flagError(err, map[string]string{"URL": "--database-url", "Slot": "--slot",
 			"ConnOptions.Password": connenv.MySQLPassword, "ConnOptions.PasswordFile": "--mysql-password-file"})
 	}
+	if cfg.Slot == "" {
+		cfg.Slot = wal.DefaultSlot(dsn) // named in what the commands print
+	}
 	return cfg, nil
 }
 

@@ -106,6 +106,15 @@ func SlotName(database string) string {
 	return s
 }
 
+// DefaultSlot is the slot a Config without Slot uses for the outbox of
+// the database dsn names (SlotName of it; "" when it names none).
+func DefaultSlot(dsn string) string {
+	if db := databaseOf(dsn); db != "" {
+		return SlotName(db)
+	}
+	return ""
+}
+
 // validSlotName reports whether the server takes name as a slot's.
 func validSlotName(name string) bool {
 	if name == "" || len(name) > 63 {
@@ -132,9 +141,7 @@ func databaseOf(dsn string) string {
 
 func (c Config) withDefaults() Config {
 	if c.Slot == "" {
-		if db := databaseOf(c.URL); db != "" {
-			c.Slot = SlotName(db)
-		}
+		c.Slot = DefaultSlot(c.URL)
 	}
 	if c.Publication == "" {
 		c.Publication = PublicationDefault
