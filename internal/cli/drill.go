@@ -48,9 +48,11 @@ reserved once with one warehouse effect (released once if cancelled),
 per-aggregate order on the topic; and it counts duplicates and measures
 recovery.
 
---source binlog runs the relays with --source binlog: one leads the
-stream, the other stands by; the stream-crash-* drills crash the leader in
-the stream's windows, where the relay-crash-* drills crash a polling relay.
+--source binlog (MariaDB/MySQL) and --source wal (PostgreSQL) run the
+relays with that source: one leads the stream, the other stands by; the
+stream-crash-* drills crash the leader in the stream's windows, where the
+relay-crash-* drills crash a polling relay; stream-slot-dropped (wal) drops
+the replication slot under the leader.
 
 Writes a JSON report (--report) and a Markdown summary next to it; exits 1
 if any drill failed or could not complete. Logs of every process are kept
@@ -125,7 +127,7 @@ stop or start as $1), or those drills are skipped.`,
 	f := cmd.Flags()
 	f.BoolVar(&list, "list", false, "list the drills and exit")
 	f.StringVar(&names, "drill", "all", "drills to run: all, or names separated by commas (see --list)")
-	f.StringVar(&cfg.Source, "source", drill.SourcePoll, "the relays' --source: poll, or binlog (MariaDB/MySQL); --drill all runs the drills of that source")
+	f.StringVar(&cfg.Source, "source", drill.SourcePoll, "the relays' --source: poll, binlog (MariaDB/MySQL) or wal (PostgreSQL); --drill all runs the drills of that source")
 	f.IntVar(&cfg.Events, "events", drill.EventsDefault, "orders per drill")
 	f.Float64Var(&cfg.Rate, "rate", drill.RateDefault, "orders per second")
 	f.IntVar(&cfg.Concurrency, "concurrency", drill.ConcurrencyDefault, "concurrent HTTP clients")

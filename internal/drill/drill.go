@@ -34,9 +34,14 @@ const (
 	RestartDelayDefault = time.Second
 	// TimeoutDefault is Config.Timeout's default.
 	TimeoutDefault = 2 * time.Minute
-	// SourcePoll and SourceBinlog are the relays' --source: Config.Source.
+	// SourcePoll, SourceBinlog and SourceWAL are the relays' --source:
+	// Config.Source.
 	SourcePoll   = "poll"
 	SourceBinlog = "binlog"
+	SourceWAL    = "wal"
+	// SourceStream, as a Drill's Source, is either change stream: binlog
+	// or wal.
+	SourceStream = "stream"
 	// InitialStock is every SKU's stock when a drill starts.
 	InitialStock = 1_000_000
 	// ConsumerName is the inventory's inbox consumer name in drills.
@@ -63,9 +68,9 @@ type Config struct {
 	DatabaseOptions database.ConnOptions
 	// RunDir receives one folder of logs per drill. Required.
 	RunDir string
-	// Source is the relays' --source: SourcePoll (the default) or
-	// SourceBinlog (MariaDB/MySQL only). It decides which drills apply
-	// (Drill.Source).
+	// Source is the relays' --source: SourcePoll (the default),
+	// SourceBinlog (MariaDB/MySQL only) or SourceWAL (PostgreSQL only). It
+	// decides which drills apply (Drill.Source).
 	Source string
 	// DBPrefix starts the names of the drills' databases and topics:
 	// PREFIX<drill>_orders, _inventory, _warehouse. Defaults to
@@ -184,10 +189,12 @@ func (c Config) validate() error {
 		bad("DatabaseURL", "%v", err)
 	}
 	switch {
-	case c.Source != SourcePoll && c.Source != SourceBinlog:
-		bad("Source", "%q: want %s or %s", c.Source, SourcePoll, SourceBinlog)
+	case c.Source != SourcePoll && c.Source != SourceBinlog && c.Source != SourceWAL:
+		bad("Source", "%q: want %s, %s or %s", c.Source, SourcePoll, SourceBinlog, SourceWAL)
 	case c.Source == SourceBinlog && database.IsPostgres(c.DatabaseURL):
-		bad("Source", "%s reads the MariaDB/MySQL binlog; PostgreSQL has no change stream source, use %s", SourceBinlog, SourcePoll)
+		bad("Source", "%s reads the MariaDB/MySQL binlog; on PostgreSQL use %s (or %s)", SourceBinlog, SourceWAL, SourcePoll)
+	case c.Source == SourceWAL && !database.IsPostgres(c.DatabaseURL):
+		bad("Source", "%s reads PostgreSQL's WAL; on MariaDB/MySQL use %s (or %s)", SourceWAL, SourceBinlog, SourcePoll)
 	}
 	if len(c.Brokers) == 0 {
 		bad("Brokers", "required")
@@ -247,6 +254,9 @@ const (
 	faultKafka
 	// faultMySQL: the database server is stopped and started.
 	faultMySQL
+	// faultSlotDropped: the WAL source's replication slot is dropped
+	// under the streaming leader.
+	faultSlotDropped
 )
 
 // Drill is one fault drill.
@@ -263,7 +273,8 @@ type Drill struct {
 	Proves string
 
 	// Source, when set, is the only relay source the drill applies to
-	// (its failpoint is on that source's path).
+	// (its failpoint is on that source's path); SourceStream is both change
+	// streams.
 	Source string
 
 	kind faultKind
@@ -272,6 +283,11 @@ type Drill struct {
 	target    string
 	failpoint string
 	crashAt   func(orders int) int
+}
+
+// AppliesTo says whether the drill runs with relays of source.
+func (d Drill) AppliesTo(source string) bool {
+	return d.Source == "" || d.Source == source || d.Source == SourceStream && (source == SourceBinlog || source == SourceWAL)
 }
 
 // FailpointSpec is the HERALD_FAILPOINTS value of a failpoint drill.
@@ -329,16 +345,27 @@ var Catalog = []Drill{
 		Proves: "a dead relay's lease expires and another relay publishes its batch: nothing lost, order kept",
 	},
 	{
-		Name: "stream-crash-after-ack", Window: 2, Source: SourceBinlog, kind: faultFailpoint,
+		Name: "stream-crash-after-ack", Window: 2, Source: SourceStream, kind: faultFailpoint,
 		target: "relay-1", failpoint: "stream.after_ack_before_checkpoint", crashAt: fixed(5),
 		Fault:  "relay-1, the stream's leader, SIGKILLed after Kafka acknowledged its 5th streamed batch, before marking it and saving the checkpoint",
 		Proves: "the next leader resumes at the last checkpoint and publishes the unmarked batch again: duplicates, never losses; the inbox absorbs them",
 	},
 	{
-		Name: "stream-crash-after-read", Source: SourceBinlog, kind: faultFailpoint,
+		Name: "stream-crash-after-read", Source: SourceStream, kind: faultFailpoint,
 		target: "relay-1", failpoint: "stream.after_read", crashAt: fixed(5),
-		Fault:  "relay-1, the stream's leader, SIGKILLed right after reading its 5th batch from the binlog, before any Kafka I/O",
+		Fault:  "relay-1, the stream's leader, SIGKILLed right after reading its 5th batch from the binlog or the WAL, before any Kafka I/O",
 		Proves: "the stream's lease expires and the next leader reads the batch again from the checkpoint: nothing lost, order kept",
+	},
+	{
+		Name: "stream-crash-after-lead", Source: SourceStream, kind: faultFailpoint,
+		target: "relay-1", failpoint: "stream.after_lead", crashAt: fixed(1),
+		Fault:  "relay-1 SIGKILLed the moment it became the stream's leader, before it opened the stream (or swept)",
+		Proves: "the standby takes the lease once it expires and starts the stream from the checkpoint (the WAL source: from the slot the dead leader never read): nothing lost",
+	},
+	{
+		Name: "stream-slot-dropped", Source: SourceWAL, kind: faultSlotDropped,
+		Fault:  "the replication slot dropped under the streaming leader mid-load (herald stream drop --force: its connection ended first)",
+		Proves: "the leader finds its position gone, sweeps the outbox through the polling path, creates the slot anew and streams again: nothing lost, order kept; the inbox absorbs the duplicates",
 	},
 	{
 		Name: "orders-crash-after-commit", Window: 1, kind: faultFailpoint,
@@ -355,7 +382,7 @@ func Lookup(spec, source string) ([]Drill, error) {
 	if source == "" {
 		source = SourcePoll
 	}
-	applies := func(d Drill) bool { return d.Source == "" || d.Source == source }
+	applies := func(d Drill) bool { return d.AppliesTo(source) }
 	if spec == "" || spec == "all" {
 		var out []Drill
 		for _, d := range Catalog {
@@ -380,7 +407,11 @@ func Lookup(spec, source string) ([]Drill, error) {
 			}
 			return nil, fmt.Errorf("unknown drill %q (known: all, %s)", name, strings.Join(names, ", "))
 		case !applies(Catalog[i]):
-			return nil, fmt.Errorf("drill %q runs with --source %s, not %s", name, Catalog[i].Source, source)
+			want := Catalog[i].Source
+			if want == SourceStream {
+				want = SourceBinlog + " or " + SourceWAL
+			}
+			return nil, fmt.Errorf("drill %q runs with --source %s, not %s", name, want, source)
 		}
 		out = append(out, Catalog[i])
 	}

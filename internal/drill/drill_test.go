@@ -124,7 +124,7 @@ func TestDrillCommandFailsOnBadFlags(t *testing.T) {
 
 // TestLookupBySource: "all" is every drill of the relays' source.
 func TestLookupBySource(t *testing.T) {
-	for _, source := range []string{drill.SourcePoll, drill.SourceBinlog} {
+	for _, source := range []string{drill.SourcePoll, drill.SourceBinlog, drill.SourceWAL} {
 		drills, err := drill.Lookup("all", source)
 		if err != nil {
 			t.Fatal(err)
@@ -132,12 +132,12 @@ func TestLookupBySource(t *testing.T) {
 		var names []string
 		for _, d := range drills {
 			names = append(names, d.Name)
-			if d.Source != "" && d.Source != source {
+			if !d.AppliesTo(source) {
 				t.Errorf("all with %s includes %s, a drill of %s", source, d.Name, d.Source)
 			}
 		}
 		for _, d := range drill.Catalog {
-			if (d.Source == "" || d.Source == source) && !slices.Contains(names, d.Name) {
+			if d.AppliesTo(source) && !slices.Contains(names, d.Name) {
 				t.Errorf("all with %s lacks %s", source, d.Name)
 			}
 		}

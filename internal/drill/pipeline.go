@@ -310,7 +310,7 @@ func (p *pipeline) startServices(ctx context.Context, relaysLate bool, failpoint
 }
 
 // startRelays starts the two relays (the orders API has migrated the
-// outbox by now) and waits until they serve /healthz. With the binlog
+// outbox by now) and waits until they serve /healthz. With a stream
 // source, relay-2 starts only once relay-1 leads the stream, so the
 // stream-crash-* drills' failpoints (on relay-1) are on the leader.
 func (p *pipeline) startRelays(ctx context.Context, failpoints map[string]string) error {
@@ -333,7 +333,7 @@ func (p *pipeline) startRelays(ctx context.Context, failpoints map[string]string
 		if err := proc.WaitReady(readyCtx, 1); err != nil {
 			return err
 		}
-		if i == 0 && p.cfg.Source == SourceBinlog {
+		if i == 0 && p.cfg.Source != SourcePoll {
 			if err := p.waitStreamLeader(readyCtx, RelayID(name, 1)); err != nil {
 				return err
 			}

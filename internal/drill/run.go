@@ -411,16 +411,28 @@ func (r *drillRun) inject(ctx context.Context, restart string, tracker chan<- re
 	case faultFailpoint:
 		return r.injectFailpoint(ctx, tracker)
 
+	case faultSlotDropped:
+		if err := r.waitThird(ctx); err != nil {
+			return err
+		}
+		herald := filepath.Join(r.cfg.BinDir, "herald")
+		f.Detail = "herald stream drop --force on the orders database, mid-load"
+		f.Target = "the replication slot of relay-1's stream"
+		f.StartedAt = time.Now().UTC()
+		p.note("dropping the stream's replication slot under its leader")
+		cmd := exec.CommandContext(ctx, herald, "stream", "drop", "--force")
+		cmd.Env = append(p.connEnv(), "HERALD_DATABASE_URL="+p.dsns[0])
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("herald stream drop --force: %w: %s", err, out)
+		}
+		p.note("%s", strings.TrimSpace(string(out)))
+		r.endFault(ctx, tracker)
+		return nil
+
 	case faultKafka, faultMySQL:
-		// Mid-load: once a third of the orders were accepted.
-		for r.gen.Accepted() < r.cfg.Events/3 {
-			select {
-			case <-r.loadDone:
-				return errors.New("the load ended before the fault could be injected")
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
+		if err := r.waitThird(ctx); err != nil {
+			return err
 		}
 		target := "database server"
 		if d.kind == faultKafka {
@@ -456,6 +468,21 @@ func (r *drillRun) inject(ctx context.Context, restart string, tracker chan<- re
 		p.note("%s started", target)
 		r.endFault(ctx, tracker)
 		return nil
+	}
+	return nil
+}
+
+// waitThird waits until a third of the orders were accepted: a fault
+// mid-load.
+func (r *drillRun) waitThird(ctx context.Context) error {
+	for r.gen.Accepted() < r.cfg.Events/3 {
+		select {
+		case <-r.loadDone:
+			return errors.New("the load ended before the fault could be injected")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	return nil
 }
