@@ -181,6 +181,12 @@ func killStreamLeaders(t *testing.T, e *env, kills int, start func(*testing.T, t
 // before, settling in the background: more duplicates, never a loss.)
 func TestStreamCrashWindows(t *testing.T) {
 	t.Parallel() // relays run as processes on a database and topic of their own
+	streamCrashWindows(t, testenv.MariaDB, (*env).binlogRelay)
+}
+
+// streamCrashWindows is TestStreamCrashWindows for the source start
+// starts, on server.
+func streamCrashWindows(t *testing.T, server testenv.Server, start func(*env, *testing.T, testenv.RelayOptions) *testenv.Process) {
 	for _, tt := range []struct {
 		failpoint string
 		acked     bool // the batch in hand was on the topic at the crash
@@ -191,17 +197,17 @@ func TestStreamCrashWindows(t *testing.T) {
 		{"stream.after_ack_before_checkpoint=crash@3", true},
 	} {
 		t.Run(strings.SplitN(tt.failpoint, "=", 2)[0], func(t *testing.T) {
-			e := newEnv(t, testenv.TopicOptions{Partitions: 3})
+			e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 3})
 			e.preload(t, 200, 20)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			lw := e.startLiveWriter(ctx, 20, 1_000_000)
-			dying := e.binlogRelay(t, testenv.RelayOptions{Name: "dying", Lease: 3 * time.Second, Failpoints: tt.failpoint})
+			dying := start(e, t, testenv.RelayOptions{Name: "dying", Lease: 3 * time.Second, Failpoints: tt.failpoint})
 			if exit := dying.Wait(t, time.Minute); exit.Signal != syscall.SIGKILL {
 				t.Fatalf("relay ended with %v, want SIGKILL at %s\n%s", exit, tt.failpoint, dying.Tail(20))
 			}
 			inHand := failpoint.EventsAtCrash(dying.Log())
-			rescuer := e.binlogRelay(t, testenv.RelayOptions{Name: "rescuer", Lease: 3 * time.Second})
+			rescuer := start(e, t, testenv.RelayOptions{Name: "rescuer", Lease: 3 * time.Second})
 			rescuer.WaitForMetric(t, "herald_relay_stream_events_total", time.Minute, "the rescuer streams",
 				func(v float64) bool { return v > 0 })
 			lw.stop()

@@ -130,3 +130,13 @@ func TestWALStreamFallsBackWhenItsSlotIsDropped(t *testing.T) {
 	stop(t, p)
 	e.verifyTopic(t, nil, rolledBack)
 }
+
+// TestWALStreamCrashWindows is TestStreamCrashWindows with --source wal:
+// the leader SIGKILLed as it becomes leader (before it sweeps and creates
+// the slot), after it read and planned a batch, and after Kafka
+// acknowledged one (before the checkpoint); the rescuer resumes from the
+// checkpoint through the same slot and loses nothing.
+func TestWALStreamCrashWindows(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
+	streamCrashWindows(t, testenv.PostgreSQL, (*env).walRelay)
+}
