@@ -60,11 +60,11 @@ drill: up build
 # The same drills with PostgreSQL as the database: its restart (stack/node.sh
 # stop|start postgres) in place of MariaDB's; then, with relays streaming
 # the WAL (--source wal), the drills whose outcome depends on the source,
-# each stream crash window and the slot dropped under the leader. Writes
+# the stream's crash windows and the slot dropped under the leader. Writes
 # docs/drills/latest-postgres.md and latest-postgres-wal.md (committed),
 # and their .json.
 DRILL_POSTGRES_URL ?= postgres://herald:herald@127.0.0.1:5432/herald?sslmode=disable
-DRILL_WAL ?= committed-relay-not-run,stream-crash-after-lead,stream-crash-after-read,stream-crash-after-ack,stream-slot-dropped,kafka-broker-restart,database-restart
+DRILL_WAL ?= committed-relay-not-run,stream-crash-after-read,stream-crash-after-ack,stream-slot-dropped,kafka-broker-restart,database-restart
 drill-postgres: up build
 	bin/herald drill --drill $(DRILL) --events $(DRILL_EVENTS) --database-url '$(DRILL_POSTGRES_URL)' \
 		--report docs/drills/latest-postgres.json

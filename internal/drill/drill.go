@@ -357,12 +357,6 @@ var Catalog = []Drill{
 		Proves: "the stream's lease expires and the next leader reads the batch again from the checkpoint: nothing lost, order kept",
 	},
 	{
-		Name: "stream-crash-after-lead", Source: SourceStream, kind: faultFailpoint,
-		target: "relay-1", failpoint: "stream.after_lead", crashAt: fixed(1),
-		Fault:  "relay-1 SIGKILLed the moment it became the stream's leader, before it opened the stream (or swept)",
-		Proves: "the standby takes the lease once it expires and starts the stream from the checkpoint (the WAL source: from the slot the dead leader never read): nothing lost",
-	},
-	{
 		Name: "stream-slot-dropped", Source: SourceWAL, kind: faultSlotDropped,
 		Fault:  "the replication slot dropped under the streaming leader mid-load (herald stream drop --force: its connection ended first)",
 		Proves: "the leader finds its position gone, sweeps the outbox through the polling path, creates the slot anew and streams again: nothing lost, order kept; the inbox absorbs the duplicates",
