@@ -17,11 +17,13 @@ import (
 // One transaction of many events (a backfill, a bulk import), relayed by
 // each of herald's sources (docs/design.md, section 9.7): the relay's peak
 // resident set and its rate from the commit to the last event on the
-// topic. The events are inserted by one INSERT ... SELECT from MariaDB's
-// sequence engine, in one transaction, through herald's trigger, each with
-// a 1 KiB payload that does not compress much (hex of random bytes), over
-// 1,000 aggregates; an independent consumer reads the topic and checks
-// every event arrived, in order per aggregate.
+// topic. The events are inserted by one INSERT ... SELECT (from MariaDB's
+// sequence engine, or PostgreSQL's generate_series), in one transaction,
+// through herald's trigger, each with a 1 KiB payload that does not
+// compress much (hex of random bytes, or of SHA-512 digests of random
+// values), over 1,000 aggregates; an independent consumer reads the topic
+// and checks every event arrived, in order per aggregate. The sources are
+// binlog and poll on MariaDB, wal and poll-postgres on PostgreSQL.
 //
 // `bench bigtx` prints the table and writes docs/benchmarks/bigtx.md.
 
@@ -32,8 +34,8 @@ type BigTxConfig struct {
 	// Aggregates is how many aggregates the events spread over. Defaults
 	// to 1,000.
 	Aggregates int
-	// Sources are the relay sources to measure, in turn. Defaults to
-	// binlog and poll.
+	// Sources are the relay sources to measure, in turn: binlog and poll
+	// (MariaDB), wal and poll-postgres (PostgreSQL). Defaults to all four.
 	Sources []string
 	// Budget bounds one source's publishing after the commit. Defaults to
 	// 10 minutes.
@@ -53,7 +55,7 @@ func (c BigTxConfig) withDefaults() BigTxConfig {
 		c.Aggregates = 1_000
 	}
 	if len(c.Sources) == 0 {
-		c.Sources = []string{"binlog", "poll"}
+		c.Sources = []string{"binlog", "poll", "wal", "poll-postgres"}
 	}
 	if c.Budget == 0 {
 		c.Budget = 10 * time.Minute
@@ -72,11 +74,20 @@ func (c BigTxConfig) validate() error {
 		errs = append(errs, &ConfigError{"aggregates", "must be positive"})
 	}
 	for _, s := range c.Sources {
-		if s != "binlog" && s != "poll" {
-			errs = append(errs, &ConfigError{"sources", fmt.Sprintf("%q is not a source (binlog, poll)", s)})
+		if _, ok := bigTxSources[s]; !ok {
+			errs = append(errs, &ConfigError{"sources", fmt.Sprintf("%q is not a source (binlog, poll, wal, poll-postgres)", s)})
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// bigTxSources maps each source bigtx measures to its server and
+// herald relay's --source.
+var bigTxSources = map[string]struct {
+	postgres bool
+	source   string
+}{
+	"binlog": {false, "binlog"}, "poll": {false, "poll"}, "wal": {true, "wal"}, "poll-postgres": {true, "poll"},
 }
 
 // bigTxEnv names the BENCH_* variable of each of bigtx's flags.
@@ -111,7 +122,7 @@ func bigTxCommand(ctx context.Context, args []string) error {
 	var sources, brokers string
 	fs.IntVar(&cfg.Events, "events", 0, "events in the one transaction (default 1,000,000)")
 	fs.IntVar(&cfg.Aggregates, "aggregates", 0, "aggregates the events spread over (default 1,000)")
-	fs.StringVar(&sources, "sources", "", "relay sources to measure, comma-separated (default binlog,poll)")
+	fs.StringVar(&sources, "sources", "", "relay sources to measure, comma-separated (default binlog,poll,wal,poll-postgres)")
 	fs.DurationVar(&cfg.Budget, "budget", 0, "the most one source may take to publish (default 10m)")
 	fs.StringVar(&brokers, "brokers", "", "Kafka seed brokers (default 127.0.0.1:9092)")
 	fs.StringVar(&cfg.MySQLAddr, "mysql-addr", "", "MariaDB's address (default 127.0.0.1:3306)")
@@ -198,12 +209,17 @@ func runBigTx(ctx context.Context, cfg BigTxConfig) ([]bigTxResult, error) {
 func bigTxOnce(ctx context.Context, cfg BigTxConfig, st *stack, workDir, source string) (r bigTxResult) {
 	r.Source = source
 	fail := func(err error) bigTxResult { r.Err = err.Error(); return r }
-	name, db, err := st.newDatabase(ctx, true)
+	src := bigTxSources[source]
+	newDatabase, dropDatabase, dsn := st.newDatabase, st.dropDatabase, st.cfg.dsn
+	if src.postgres {
+		newDatabase, dropDatabase, dsn = st.newPostgresDatabase, st.dropPostgresDatabase, postgresDSN
+	}
+	name, db, err := newDatabase(ctx, true)
 	if err != nil {
 		return fail(err)
 	}
 	defer db.Close()
-	defer st.dropDatabase(context.WithoutCancel(ctx), name)
+	defer dropDatabase(context.WithoutCancel(ctx), name)
 	topic, err := st.newTopic(ctx, "bigtx-"+source)
 	if err != nil {
 		return fail(err)
@@ -220,13 +236,13 @@ func bigTxOnce(ctx context.Context, cfg BigTxConfig, st *stack, workDir, source 
 		return fail(err)
 	}
 	relay, err := startProcess("bigtx-"+source+"-herald", workDir, nil, cfg.Herald, "relay",
-		"--database-url", st.cfg.dsn(name), "--kafka-brokers", strings.Join(cfg.Brokers, ","),
-		"--topic", "order="+topic, "--metrics-addr", addr, "--source", source)
+		"--database-url", dsn(name), "--kafka-brokers", strings.Join(cfg.Brokers, ","),
+		"--topic", "order="+topic, "--metrics-addr", addr, "--source", src.source)
 	if err != nil {
 		return fail(err)
 	}
 	defer relay.stop(30 * time.Second)
-	if err := waitReady(ctx, addr, relay, source); err != nil {
+	if err := waitReady(ctx, addr, relay, src.source); err != nil {
 		return fail(err)
 	}
 	if _, r.IdleRSS, err = procUsage(relay.pid()); err != nil {
@@ -240,13 +256,28 @@ func bigTxOnce(ctx context.Context, cfg BigTxConfig, st *stack, workDir, source 
 	defer tx.Rollback()
 	t0 := time.Now()
 	// payload() and verify's parser agree on "agg" and "seq" first; the
-	// blob is 1,000 hex digits of random bytes, so the event is ~1 KiB.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO outbox_events
+	// blob is ~1,000 hex digits of random bytes, so the event is ~1 KiB.
+	insert := fmt.Sprintf(`INSERT INTO outbox_events
 		(id, aggregate_type, aggregate_id, event_type, schema_version, payload)
 		SELECT UUID(), 'order', CONCAT('agg-', (seq - 1) %% %[2]d), 'order.created', 1,
 		       CONCAT('{"agg":"agg-', (seq - 1) %% %[2]d, '","seq":', (seq - 1) DIV %[2]d + 1,
 		              ',"blob":"', HEX(RANDOM_BYTES(500)), '"}')
-		FROM seq_1_to_%[1]d`, cfg.Events, cfg.Aggregates)); err != nil {
+		FROM seq_1_to_%[1]d`, cfg.Events, cfg.Aggregates)
+	if src.postgres {
+		// Eight SHA-512 digests of random values: 512 bytes, 1,024 hex
+		// digits (PostgreSQL has no random bytes without pgcrypto).
+		digests := make([]string, 8)
+		for i := range digests {
+			digests[i] = fmt.Sprintf("sha512(convert_to(g::text || ':%d:' || random()::text, 'UTF8'))", i)
+		}
+		insert = fmt.Sprintf(`INSERT INTO outbox_events
+			(id, aggregate_type, aggregate_id, event_type, schema_version, payload)
+			SELECT gen_random_uuid(), 'order', 'agg-' || ((g - 1) %% %[2]d), 'order.created', 1,
+			       ('{"agg":"agg-' || ((g - 1) %% %[2]d) || '","seq":' || ((g - 1) / %[2]d + 1) ||
+			        ',"blob":"' || encode(%[3]s, 'hex') || '"}')::json
+			FROM generate_series(1, %[1]d) AS g`, cfg.Events, cfg.Aggregates, strings.Join(digests, " || "))
+	}
+	if _, err := tx.ExecContext(ctx, insert); err != nil {
 		return fail(fmt.Errorf("insert: %w", err))
 	}
 	r.Insert = time.Since(t0)
@@ -293,7 +324,7 @@ func waitReady(ctx context.Context, addr string, p *process, source string) erro
 			resp.Body.Close()
 			ready = resp.StatusCode == http.StatusOK
 		}
-		if ready && (source != "binlog" || strings.Contains(p.tail(50), `"msg":"streaming"`)) {
+		if ready && (source == "poll" || strings.Contains(p.tail(50), `"msg":"streaming"`)) {
 			tick.Stop()
 			return nil
 		}
@@ -311,7 +342,8 @@ func bigTxTable(cfg BigTxConfig, results []bigTxResult, took time.Duration) stri
 	fmt.Fprintf(&b, "`cd bench && go run . bigtx` (in `make bench`), %s, %d CPUs, load average %.1f at the end; took %v.\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadAverage()[0], took.Round(time.Second))
 	fmt.Fprintf(&b, "One INSERT ... SELECT of %d events of ~1 KiB over %d aggregates, through herald's trigger, in one "+
-		"transaction; one `herald relay` with its defaults; an independent consumer checks the topic.\n\n", cfg.Events, cfg.Aggregates)
+		"transaction; one `herald relay` with its defaults; an independent consumer checks the topic. "+
+		"binlog and poll on MariaDB, wal and poll-postgres on PostgreSQL.\n\n", cfg.Events, cfg.Aggregates)
 	b.WriteString("| source | insert | commit | commit to last event | events/s | relay peak RSS | relay idle RSS | topic check |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range results {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,6 +18,7 @@ import (
 	"github.com/herald-outbox/herald/internal/localstack"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
+	"github.com/herald-outbox/herald/store/postgres"
 )
 
 // stack is the local stack's servers as the harness uses them, and what
@@ -30,6 +33,10 @@ type stack struct {
 
 	databases []string
 	topics    []string
+	// pg is the herald role on PostgreSQL's postgres database, opened for
+	// the first PostgreSQL database; pgDatabases what it created.
+	pg          *sql.DB
+	pgDatabases []string
 }
 
 func openStack(ctx context.Context, cfg Config) (*stack, error) {
@@ -84,6 +91,9 @@ func retry(ctx context.Context, what string, fn func() error) error {
 func (s *stack) close() {
 	s.kafka.Close()
 	s.admin.Close()
+	if s.pg != nil {
+		s.pg.Close()
+	}
 }
 
 func randomSuffix() string {
@@ -177,6 +187,11 @@ func (s *stack) cleanup() []string {
 			failed = append(failed, fmt.Sprintf("drop database %s: %v", d, err))
 		}
 	}
+	for _, d := range append([]string(nil), s.pgDatabases...) {
+		if err := s.dropPostgresDatabase(ctx, d); err != nil {
+			failed = append(failed, fmt.Sprintf("drop database %s: %v", d, err))
+		}
+	}
 	for _, t := range append([]string(nil), s.topics...) {
 		if err := s.deleteTopic(ctx, t); err != nil {
 			failed = append(failed, fmt.Sprintf("delete topic %s: %v", t, err))
@@ -241,4 +256,55 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// postgresDSN is the herald role's URL of PostgreSQL database name on the
+// local stack (HERALD_POSTGRES_URL's server).
+func postgresDSN(name string) string {
+	u, err := url.Parse(localstack.PostgresURL())
+	if err != nil {
+		return localstack.PostgresURL()
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// newPostgresDatabase is newDatabase on the stack's PostgreSQL.
+func (s *stack) newPostgresDatabase(ctx context.Context, heraldSchema bool) (string, *sql.DB, error) {
+	if s.pg == nil {
+		db, _, err := database.Open(ctx, localstack.PostgresURL(), database.ConnOptions{})
+		if err != nil {
+			return "", nil, err
+		}
+		s.pg = db
+	}
+	name := "herald_bench_" + randomSuffix()
+	if _, err := s.pg.ExecContext(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	s.pgDatabases = append(s.pgDatabases, name)
+	db, _, err := database.Open(ctx, postgresDSN(name), database.ConnOptions{})
+	if err != nil {
+		return "", nil, err
+	}
+	if heraldSchema {
+		if _, err := migrations.Herald.Up(ctx, db); err != nil {
+			db.Close()
+			return "", nil, fmt.Errorf("migrate %s: %w", name, err)
+		}
+	}
+	return name, db, nil
+}
+
+// dropPostgresDatabase drops a database newPostgresDatabase made, with its
+// replication slot.
+func (s *stack) dropPostgresDatabase(ctx context.Context, name string) error {
+	if s.pg == nil {
+		return nil
+	}
+	err := database.DropDatabase(ctx, s.pg, postgres.Dialect{}, name)
+	if err == nil {
+		s.pgDatabases = slices.DeleteFunc(s.pgDatabases, func(d string) bool { return d == name })
+	}
+	return err
 }

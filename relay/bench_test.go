@@ -26,8 +26,10 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/relay/binlogsource"
+	"github.com/herald-outbox/herald/relay/walsource"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
+	"github.com/herald-outbox/herald/store/postgres/wal"
 )
 
 // The relay's throughput and the claim's latency on the local stack, on
@@ -346,9 +348,10 @@ func runRelays(b *testing.B, d *testenv.Database, brokers []string, topic string
 
 // benchRelay is how the benchmark's relays differ from the defaults.
 type benchRelay struct {
-	// binlog streams (--source binlog: one leads, the others stand by),
-	// with the producer lingering 0 as `herald relay` sets it.
-	binlog bool
+	// stream streams the database's change stream (--source binlog on
+	// MariaDB, wal on PostgreSQL: one leads, the others stand by), with
+	// the producer lingering 0 as `herald relay` sets it.
+	stream bool
 	// pollInterval, when set, replaces the default.
 	pollInterval time.Duration
 }
@@ -368,9 +371,14 @@ func runRelaysWith(b *testing.B, d *testenv.Database, brokers []string, topic st
 		pc := kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench", DeliveryTimeout: relay.LeaseDefault * 2 / 3}
 		cfg := relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
 			Logger: warnLogger(), Observer: stats, PollInterval: opts.pollInterval}
-		if opts.binlog {
+		if opts.stream {
 			pc.Linger = -1
-			if cfg.Stream, err = binlogsource.New(ctx, db, d.DSN, warnLogger()); err != nil {
+			if d.Server == testenv.PostgreSQL {
+				cfg.Stream, err = walsource.New(ctx, db, wal.Config{URL: d.DSN, Logger: warnLogger()})
+			} else {
+				cfg.Stream, err = binlogsource.New(ctx, db, d.DSN, warnLogger())
+			}
+			if err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/envelope"
@@ -26,10 +27,12 @@ import (
 // once, so a noisy minute of the shared machine hits them all alike; the
 // table shows medians. HERALD_BENCH_REPS sets the repetitions (default 3).
 
-// drainVariant is one way to drain the backlog.
+// drainVariant is one way to drain the backlog; prepare, when set, runs
+// on the empty outbox before the backlog is loaded.
 type drainVariant struct {
-	name string
-	run  func(b *testing.B, d *testenv.Database, brokers []string, topic string) string
+	name    string
+	run     func(b *testing.B, d *testenv.Database, brokers []string, topic string) string
+	prepare func(b *testing.B, d *testenv.Database, brokers []string, topic string)
 }
 
 // drainSample is one drain's figures.
@@ -52,16 +55,21 @@ func benchReps() int {
 // the first one-relay drain is followed by the table's bloat.
 func benchDrains(b *testing.B, server testenv.Server) {
 	variants := []drainVariant{
-		{"bare loop", drainBare},
-		{"herald-1", func(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
+		{name: "bare loop", run: drainBare},
+		{name: "herald-1", run: func(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
 			return drainHerald(b, d, brokers, topic, 1)
 		}},
-		{"herald-2", func(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
+		{name: "herald-2", run: func(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
 			return drainHerald(b, d, brokers, topic, 2)
 		}},
-		{"herald-3", func(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
+		{name: "herald-3", run: func(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
 			return drainHerald(b, d, brokers, topic, 3)
 		}},
+	}
+	if server == testenv.PostgreSQL {
+		// The WAL source drains a backlog committed after its checkpoint:
+		// the slot holds it, the relay resumes at the checkpoint.
+		variants = append(variants, drainVariant{name: "wal-1", prepare: prepareStream, run: drainStream})
 	}
 	samples := map[string][]drainSample{}
 	brokers := testenv.KafkaBrokers(b)
@@ -70,6 +78,9 @@ func benchDrains(b *testing.B, server testenv.Server) {
 		for _, v := range variants {
 			d := testenv.NewHeraldDatabaseOn(b, server)
 			topic := testenv.NewTopic(b, brokers, testenv.TopicOptions{Partitions: 12})
+			if v.prepare != nil {
+				v.prepare(b, d, brokers, topic)
+			}
 			bulkLoad(b, d, 0, *benchEvents, benchAggregates)
 			log0, cpu0, self0 := logBytes(d), serverCPU(server), processCPU()
 			start := time.Now()
@@ -130,6 +141,40 @@ func drainHerald(b *testing.B, d *testenv.Database, brokers []string, topic stri
 	stats := &claimStats{}
 	stop := runRelays(b, d, brokers, topic, n, stats)
 	waitDrained(b, d.DB)
+	stop()
+	return stats.String()
+}
+
+// prepareStream runs a stream relay on the empty outbox until it
+// checkpointed, and stops it: the stream has a position, the backlog
+// loaded next lies after it.
+func prepareStream(b *testing.B, d *testenv.Database, brokers []string, topic string) {
+	stop := runRelaysWith(b, d, brokers, topic, 1, &claimStats{}, benchRelay{stream: true})
+	testenv.Eventually(b, time.Minute, "the stream's first checkpoint", func() bool {
+		var pos sql.NullString
+		d.DB.QueryRow("SELECT position FROM outbox_stream WHERE id = 1").Scan(&pos)
+		return pos.String != ""
+	})
+	stop()
+}
+
+// drainStream runs a stream relay until every event is on the topic: the
+// stream publishes without marks, and the published rule (the watermark)
+// lags the topic by its sampling interval, which would count in a drain of
+// seconds.
+func drainStream(b *testing.B, d *testenv.Database, brokers []string, topic string) string {
+	stats := &claimStats{}
+	stop := runRelaysWith(b, d, brokers, topic, 1, stats, benchRelay{stream: true})
+	adm := testenv.NewAdmin(b, brokers)
+	testenv.Eventually(b, 15*time.Minute, "every event on the topic", func() bool {
+		ends, err := adm.ListEndOffsets(context.Background(), topic)
+		if err != nil {
+			return false
+		}
+		var n int64
+		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n >= int64(*benchEvents)
+	})
 	stop()
 	return stats.String()
 }
@@ -232,16 +277,21 @@ type deliveryVariant struct {
 }
 
 // deliveryVariants are the relays benchDelivery compares on server: the
-// binlog source only where there is a binlog.
+// polling relay and server's change stream (binlog, wal).
 func deliveryVariants(server testenv.Server) []deliveryVariant {
-	vs := []deliveryVariant{
+	return []deliveryVariant{
 		{"poll, defaults", benchRelay{}},
 		{"poll, --poll-interval 10ms", benchRelay{pollInterval: 10 * time.Millisecond}},
+		{streamName(server) + ", defaults", benchRelay{stream: true}},
 	}
-	if server == testenv.MariaDB {
-		vs = append(vs, deliveryVariant{"binlog, defaults", benchRelay{binlog: true}})
+}
+
+// streamName is server's change-stream source.
+func streamName(server testenv.Server) string {
+	if server == testenv.PostgreSQL {
+		return "wal"
 	}
-	return vs
+	return "binlog"
 }
 
 // benchDelivery measures the delay from an event's commit to its append on

@@ -39,7 +39,7 @@ var sustainedVariants = []sustainedVariant{
 	{"writers alone", 0, benchRelay{}},
 	{"poll, 1 relay", 1, benchRelay{}},
 	{"poll, 2 relays", 2, benchRelay{}},
-	{"binlog, 1 relay", 1, benchRelay{binlog: true}},
+	{"binlog, 1 relay", 1, benchRelay{stream: true}},
 }
 
 // sustainedSample is one variant's figures over the window.
