@@ -53,7 +53,7 @@ func BenchmarkSlotRetention(b *testing.B) {
 	wal0 := logBytes(d)
 	var written atomic.Int64
 	var wg sync.WaitGroup
-	const writers = 8
+	const writers = 16
 	for range writers {
 		wg.Go(func() {
 			tick := time.NewTicker(time.Second * writers / time.Duration(*benchRetentionRate))
