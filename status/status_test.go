@@ -29,6 +29,25 @@ func TestWriteText(t *testing.T) {
 			wantNone: []string{"STOPPED BY KAFKA CONFIGURATION", "QUARANTINED", "STREAM"},
 		},
 		{
+			name: "a WAL stream and its slot",
+			rep: status.Report{At: at, Stream: &status.Stream{Source: "wal", Leader: "r1", Epoch: 3, LeaseLeft: 6 * time.Second,
+				Position: "pg-lsn:2/A8B984D0", Slots: []store.ReplicationSlot{{Name: "herald_orders", Plugin: "pgoutput", Active: true,
+					ActivePID: 42, RetainedBytes: 5 << 20, LagBytes: 2048, WALStatus: "reserved", SafeWALBytes: 3 << 30}}}},
+			want: []string{"STREAM (--source wal)", "leader", "r1", "slot herald_orders", "5.0 MiB retained", "streaming (pid 42)",
+				"confirmed 2.0 KiB behind", "3.0 GiB more before max_slot_wal_keep_size"},
+		},
+		{
+			name: "a WAL checkpoint without its slot",
+			rep: status.Report{At: at, Stream: &status.Stream{Source: "poll", Position: "pg-lsn:2/A8B984D0"}},
+			want: []string{"STREAM (--source wal)", "slot (none)", "MISSING: the next --source wal leader sweeps"},
+		},
+		{
+			name: "an invalidated slot",
+			rep: status.Report{At: at, Stream: &status.Stream{Source: "poll", Slots: []store.ReplicationSlot{{Name: "old_connector",
+				RetainedBytes: -1, LagBytes: -1, WALStatus: "lost", SafeWALBytes: -1}}}},
+			want: []string{"STREAM (--source wal)", "slot old_connector", "- retained", "INVALIDATED"},
+		},
+		{
 			name: "a configuration stop and no failure",
 			rep: status.Report{At: at, Backlog: store.Backlog{Ready: 6, OldestReadyAge: 150 * time.Second},
 				ConfigurationStops: []status.ConfigurationStop{{Class: kafka.ClassAuthorization, Events: 3, OldestAge: 150 * time.Second}}},

@@ -43,11 +43,8 @@ func (r Report) WriteText(out io.Writer) error {
 		if st.WatermarkAge > 0 {
 			fmt.Fprintf(w, "  watermark\t%s behind\tevents written before it are published\n", Age(st.WatermarkAge))
 		}
-		for _, sl := range st.Slots {
-			fmt.Fprintf(w, "  slot %s\t%s retained\t%s\n", sl.Name, Bytes(sl.RetainedBytes), SlotText(sl))
-		}
-		if len(st.Slots) == 0 && strings.HasPrefix(st.Position, walPositionPrefix) {
-			fmt.Fprintln(w, "  slot\t(none)\tMISSING: the next --source wal leader sweeps the outbox, then creates it and streams")
+		for _, sl := range st.SlotLines() {
+			fmt.Fprintf(w, "  slot %s\t%s retained\t%s\n", sl.Name, sl.Retained, sl.State)
 		}
 		fmt.Fprintln(w)
 	}
@@ -211,4 +208,31 @@ func Bytes(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// SourceName is the source a stream report is about: binlog or wal.
+func (s *Stream) SourceName() string { return streamSource(s) }
+
+// Streaming says a leader's lease runs.
+func (s *Stream) Streaming() bool { return s.Source != "poll" }
+
+// SlotLine is one replication slot as an operator reads it.
+type SlotLine struct {
+	Name, Retained, State string
+	// Bad: invalidated, or past max_slot_wal_keep_size.
+	Bad bool
+}
+
+// SlotLines are the stream's slots for display, with a line for herald's
+// missing one.
+func (s *Stream) SlotLines() []SlotLine {
+	var out []SlotLine
+	for _, sl := range s.Slots {
+		out = append(out, SlotLine{Name: sl.Name, Retained: Bytes(sl.RetainedBytes), State: SlotText(sl),
+			Bad: sl.Lost() || sl.WALStatus == "unreserved"})
+	}
+	if len(out) == 0 && strings.HasPrefix(s.Position, walPositionPrefix) {
+		out = append(out, SlotLine{Name: "(none)", State: "MISSING: the next --source wal leader sweeps the outbox, then creates it and streams", Bad: true})
+	}
+	return out
 }
