@@ -38,7 +38,7 @@ func TestWriteText(t *testing.T) {
 		},
 		{
 			name: "a WAL checkpoint without its slot",
-			rep: status.Report{At: at, Stream: &status.Stream{Source: "poll", Position: "pg-lsn:2/A8B984D0"}},
+			rep:  status.Report{At: at, Stream: &status.Stream{Source: "poll", Position: "pg-lsn:2/A8B984D0"}},
 			want: []string{"STREAM (--source wal)", "slot (none)", "MISSING: the next --source wal leader sweeps"},
 		},
 		{
