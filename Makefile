@@ -89,7 +89,14 @@ demo: up build
 # Then the cost of the SQL contract (bare transaction, Go writer, plain SQL
 # through the trigger, on MariaDB and PostgreSQL; under a minute): writes
 # docs/benchmarks/writers.md. BENCH_WRITERS_ROUNDS, BENCH_WRITERS_TX.
+# Then one transaction of 1,000,000 events through each source, binlog and
+# poll on MariaDB, wal and poll on PostgreSQL (docs/benchmarks/bigtx.md;
+# about 15 minutes, BENCH_BIGTX_SOURCES to choose), and the WAL source's
+# slot on an idle outbox beside a table taking 1,000 writes/s for 5 minutes
+# (printed; docs/benchmarks.md, "The PostgreSQL change stream").
 bench: up
 	bench/debezium/build.sh || echo "make bench: the Debezium build failed: the run reports Debezium as a gap, with the error"
 	cd bench && $(GO) run . run
 	cd bench && $(GO) run . writers
+	cd bench && $(GO) run . bigtx
+	$(GO) test -run '^$$' -bench BenchmarkSlotRetention -benchtime 1x -timeout 20m ./relay/
