@@ -99,10 +99,12 @@ func TestDrillCommandFailsOnBadFlags(t *testing.T) {
 		{[]string{"--events", "3"}, "--events: at least 10"},
 		{[]string{"--bin-dir", t.TempDir()}, "--bin-dir: no herald binary"},
 		{[]string{"--db-prefix", "x-y"}, "--db-prefix"},
-		{[]string{"--drill", "stream-crash-after-read"}, "--drill: drill \"stream-crash-after-read\" runs with --source binlog, not poll"},
+		{[]string{"--drill", "stream-crash-after-read"}, "--drill: drill \"stream-crash-after-read\" runs with --source binlog or wal, not poll"},
 		{[]string{"--source", "binlog", "--drill", "relay-crash-after-claim"}, "runs with --source poll, not binlog"},
-		{[]string{"--source", "cdc"}, `--source: "cdc": want poll or binlog`},
-		{[]string{"--source", "binlog", "--database-url", "postgres://herald:herald@127.0.0.1:5432/herald"}, "--source: binlog reads the MariaDB/MySQL binlog"},
+		{[]string{"--source", "binlog", "--drill", "stream-slot-dropped"}, "runs with --source wal, not binlog"},
+		{[]string{"--source", "cdc"}, `--source: "cdc": want poll, binlog or wal`},
+		{[]string{"--source", "binlog", "--database-url", "postgres://herald:herald@127.0.0.1:5432/herald"}, "--source: binlog reads the MariaDB/MySQL binlog; on PostgreSQL use wal"},
+		{[]string{"--source", "wal"}, "--source: wal reads PostgreSQL's WAL; on MariaDB/MySQL use binlog"},
 	}
 	for _, tt := range tests {
 		cmd := exec.Command(herald, append([]string{"drill"}, tt.args...)...)
