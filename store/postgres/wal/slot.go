@@ -218,16 +218,16 @@ func release(ctx context.Context, db *sql.DB, cfg Config, s store.ReplicationSlo
 	}
 	// A connection that was closed (this process's last, a relay that
 	// stopped or died) frees the slot within moments by itself.
-	if free, err := waitFree(ctx, db, cfg, grace); err != nil || free {
+	if gone, err := waitGone(ctx, db, cfg, s.ActivePID, grace); err != nil || gone {
 		return err
 	}
 	cfg.Logger.Warn("wal: the slot is in use by another connection; ending it", "slot", cfg.Slot, "pid", s.ActivePID)
 	if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, s.ActivePID); err != nil {
 		return fmt.Errorf("wal: end the connection (pid %d) that holds slot %s: %w", s.ActivePID, cfg.Slot, err)
 	}
-	free, err := waitFree(ctx, db, cfg, cfg.Timeout)
-	if err == nil && !free {
-		err = fmt.Errorf("wal: slot %s is still in use %v after its connection (pid %d) was told to end", cfg.Slot, cfg.Timeout, s.ActivePID)
+	gone, err := waitGone(ctx, db, cfg, s.ActivePID, cfg.Timeout)
+	if err == nil && !gone {
+		err = fmt.Errorf("wal: slot %s is still held by pid %d %v after it was told to end", cfg.Slot, s.ActivePID, cfg.Timeout)
 	}
 	return err
 }
@@ -236,13 +236,15 @@ func release(ctx context.Context, db *sql.DB, cfg Config, s store.ReplicationSlo
 // by itself before ending it.
 const releaseGrace = time.Second
 
-// waitFree polls until cfg's slot is free (or gone), for up to d.
-func waitFree(ctx context.Context, db *sql.DB, cfg Config, d time.Duration) (bool, error) {
+// waitGone polls until server process pid no longer holds cfg's slot (the
+// slot is free, gone, or another connection took it: the caller's next
+// attempt meets that one), for up to d.
+func waitGone(ctx context.Context, db *sql.DB, cfg Config, pid int, d time.Duration) (bool, error) {
 	deadline := time.Now().Add(d)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		var active bool
-		err := db.QueryRowContext(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&active)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && !active {
+		var holder int
+		err := db.QueryRowContext(ctx, `SELECT COALESCE(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&holder)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && holder != pid {
 			return true, nil
 		}
 		if err != nil {
