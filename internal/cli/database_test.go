@@ -90,6 +90,9 @@ var dbCommandArgs = map[string][]string{
 	"herald drill":              nil,
 	"herald demo":               nil,
 	"herald console":            nil,
+	"herald stream setup":       nil,
+	"herald stream status":      nil,
+	"herald stream drop":        nil,
 }
 
 // TestDatabaseAddressRefusedUpFront: every command that takes
