@@ -38,9 +38,10 @@ const (
 // (the default dead-letter topic) and a metric label.
 var consumerNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Dialect,
-// Registry and Handler are required; zero values elsewhere mean defaults. New reports
-// every invalid field at once, each as a *ConfigError.
+// Config shapes a Consumer. ConsumerName, Brokers, Topics, DB, Dialect and
+// Handler are required, and Registry with the herald format; zero values
+// elsewhere mean defaults. New reports every invalid field at once, each as
+// a *ConfigError.
 type Config struct {
 	// ConsumerName identifies the consumer in consumed_events: two
 	// consumers with different names each apply every event once. Letters,
@@ -58,8 +59,30 @@ type Config struct {
 	// Dialect is DB's dialect, as mysql.Dialect{}: it records event ids
 	// and recognises transient errors. Required.
 	Dialect store.InboxDialect
-	// Registry decodes records by (type, version). Required.
+	// Format is the shape of the records: where the event id, type and
+	// data are. FormatHerald reads herald's envelope and decodes its data
+	// with Registry. FormatDebezium reads Debezium's Outbox Event Router
+	// records: the event id from the "id" header, the type from
+	// TypeHeader, the value as Message.Data. FormatCloudEvents reads
+	// CloudEvents 1.0 records, binary or structured mode: id, type and
+	// time from the ce_* headers or the JSON event, the data as
+	// Message.Data. Whatever the format, a record without an event id is
+	// dead-lettered with class missing_id and one whose id is not a UUID
+	// with class malformed; the inbox, the transaction and the offsets work
+	// the same. Defaults to FormatHerald.
+	Format Format
+	// Registry decodes herald envelopes by (type, version) into
+	// Message.Payload. Only the herald format's records carry a type and
+	// version to decode by: with the other formats it must be nil, and the
+	// handler reads Message.Data, the raw bytes. Required with
+	// FormatHerald.
 	Registry *envelope.Registry
+	// TypeHeader names the record header holding the event's type, for
+	// FormatDebezium (Debezium setups often place the type column as the
+	// header "eventType" with table.fields.additional.placement); its value
+	// becomes Message.Type. Only FormatDebezium reads it. Defaults to "":
+	// Message.Type is empty.
+	TypeHeader string
 	// Handler applies one event inside the inbox's transaction. Required.
 	Handler Handler
 	// AfterCommit, if set, is called with the messages whose transaction
@@ -127,6 +150,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Format == "" {
+		c.Format = FormatHerald
+	}
 	if c.Group == "" {
 		c.Group = c.ConsumerName
 	}
@@ -194,8 +220,18 @@ func (c Config) validate() error {
 	if c.Dialect == nil {
 		errs.Add("Dialect", "is required (mysql.Dialect{} for MySQL/MariaDB)")
 	}
-	if c.Registry == nil {
-		errs.Add("Registry", "is required")
+	switch format := c.Format; {
+	case format == "" || format == FormatHerald:
+		if c.Registry == nil {
+			errs.Add("Registry", "is required")
+		}
+	case !slices.Contains(Formats, format):
+		errs.Add("Format", "unknown format %.40q (want %s, %s or %s)", string(format), FormatHerald, FormatDebezium, FormatCloudEvents)
+	case c.Registry != nil:
+		errs.Add("Registry", "must be nil with the %s format: only the herald format's records carry a type and version to decode by (the handler reads Message.Data)", format)
+	}
+	if c.TypeHeader != "" && c.Format != FormatDebezium {
+		errs.Add("TypeHeader", "is read only with the %s format (the %s and %s formats carry the type in the record itself)", FormatDebezium, FormatHerald, FormatCloudEvents)
 	}
 	if c.Handler == nil {
 		errs.Add("Handler", "is required")

@@ -178,8 +178,20 @@ func (c *Consumer) processOne(ctx context.Context, rec *kgo.Record) bool {
 	}
 }
 
+// decode reads rec as Config.Format says. Its errors match the sentinels
+// of package envelope, so envelope.ErrorClass names their dead-letter class
+// whatever the format: a record without an event id is missing_id in each.
 func (c *Consumer) decode(rec *kgo.Record) (Message, error) {
-	ev, err := c.cfg.Registry.Decode(rec.Value)
+	var ev envelope.Event
+	var err error
+	switch c.cfg.Format {
+	case FormatDebezium:
+		ev.Envelope, err = decodeDebezium(rec, c.cfg.TypeHeader)
+	case FormatCloudEvents:
+		ev.Envelope, err = decodeCloudEvents(rec)
+	default:
+		ev, err = c.cfg.Registry.Decode(rec.Value)
+	}
 	if err != nil {
 		return Message{}, err
 	}
@@ -227,7 +239,7 @@ func (c *Consumer) apply(ctx context.Context, msgs []Message) (applyResult, erro
 		start := time.Now()
 		if err := c.cfg.Handler.Handle(txCtx, tx, m); err != nil {
 			res.failedInHandler = true
-			return res, fmt.Errorf("handle event %s (%s v%d): %w", m.EventID, m.Type, m.Version, err)
+			return res, fmt.Errorf("handle event %s%s: %w", m.EventID, describeType(m.Event), err)
 		}
 		res.latency[i] = time.Since(start)
 		applied++
@@ -241,6 +253,19 @@ func (c *Consumer) apply(ctx context.Context, msgs []Message) (applyResult, erro
 		return res, fmt.Errorf("commit: %w", err)
 	}
 	return res, nil
+}
+
+// describeType says what an event is, for errors: " (type vN)" for a
+// herald envelope, " (type)" for a format without versions, "" when the
+// record named no type.
+func describeType(e envelope.Event) string {
+	switch {
+	case e.Type != "" && e.Version > 0:
+		return fmt.Sprintf(" (%s v%d)", e.Type, e.Version)
+	case e.Type != "":
+		return " (" + e.Type + ")"
+	}
+	return ""
 }
 
 // committed accounts for a successful transaction and runs the hooks that
@@ -306,8 +331,12 @@ func (c *Consumer) deadLetter(ctx context.Context, rec *kgo.Record, class string
 	topic := c.cfg.DLQTopic(rec.Topic)
 	if eventID == "" {
 		var de *envelope.DecodeError
-		if errors.As(cause, &de) {
+		var fe *decodeError
+		switch {
+		case errors.As(cause, &de):
 			eventID = de.EventID
+		case errors.As(cause, &fe):
+			eventID = fe.eventID
 		}
 	}
 	dl := kafka.DeadLetter{Record: rec, Class: class, Err: cause, Consumer: c.cfg.ConsumerName, Attempts: attempts, FailedAt: time.Now()}

@@ -25,6 +25,34 @@
 //	if err != nil { ... }
 //	err = c.Run(ctx) // returns nil after ctx is cancelled and the work at hand is drained
 //
+// Records in Debezium's or CloudEvents' format (a team moving from
+// Debezium's Outbox Event Router keeps its consumers) take Config.Format
+// instead of a Registry: the event id comes from Debezium's "id" header or
+// from the CloudEvent's id, and the handler reads the raw Message.Data. A
+// consumer written for Debezium's records sets Format (and TypeHeader, to
+// see the type); the rest is the same:
+//
+//	c, err := inbox.New(inbox.Config{
+//		ConsumerName: "inventory",
+//		Brokers:      []string{"127.0.0.1:9092"},
+//		Topics:       []string{"outbox.event.order"},
+//		DB:           db,
+//		Dialect:      mysql.Dialect{},
+//		Format:       inbox.FormatDebezium,
+//		TypeHeader:   "eventType", // table.fields.additional.placement=type:header:eventType
+//		Handler: inbox.HandlerFunc(func(ctx context.Context, tx *sql.Tx, m inbox.Message) error {
+//			if m.Type != "order.created" {
+//				return nil
+//			}
+//			var order struct{ OrderID int64 `json:"order_id"` }
+//			if err := json.Unmarshal(m.Data, &order); err != nil {
+//				return inbox.Permanent(err) // dead-letter it: no retry mends the payload
+//			}
+//			_, err := tx.ExecContext(ctx, "INSERT INTO reservations ...", order.OrderID)
+//			return err
+//		}),
+//	})
+//
 // Records that can never succeed do not block their partition: a record
 // that cannot be decoded (malformed, no event id, unknown type or
 // version), or whose handler still fails after MaxAttempts (or returns a

@@ -9,13 +9,21 @@ import (
 
 // Message is one decoded record, as the handler sees it.
 type Message struct {
-	// Event is the decoded envelope; Event.Payload is the registered type.
+	// Event is the decoded record. With FormatHerald it is the envelope,
+	// and Event.Payload the type registered for (Type, Version). With
+	// FormatDebezium and FormatCloudEvents it is what the record says:
+	// EventID, Type (empty when the record names none), OccurredAt
+	// (CloudEvents' time, else zero) and Data, the event's data as raw
+	// bytes (Debezium's value as is: with Kafka Connect's JsonConverter a
+	// payload written as text is a JSON string literal, which the handler
+	// unquotes); Version is 0 and Payload nil.
 	envelope.Event
 	// Topic, Partition and Offset locate the record.
 	Topic     string
 	Partition int32
 	Offset    int64
-	// Key is the record's key: the aggregate id.
+	// Key is the record's key: the aggregate id (with Kafka Connect's
+	// JsonConverter, as a JSON string literal).
 	Key []byte
 	// Headers are the record's headers (the last value of a repeated key).
 	Headers map[string]string
