@@ -35,6 +35,9 @@ type RawEvent struct {
 	Payload       []byte
 	// Headers is the stored JSON text; nil when the column is NULL.
 	Headers []byte
+	// Fields is the stored JSON text of the fields a foreign table's copy
+	// brought (docs/design.md, section 10); nil when the column is NULL.
+	Fields []byte
 }
 
 // RowDefect is why a stored row cannot be published as it is: a column
@@ -124,7 +127,25 @@ func (r RawEvent) defect(e *Event) *RowDefect {
 	if headersProblem != "" {
 		return newRowDefect("headers", headersProblem, r.Headers)
 	}
+	if r.Fields != nil {
+		var problem string
+		if e.Fields, problem = decodeFields(r.Fields); problem != "" {
+			return newRowDefect("fields", problem, r.Fields)
+		}
+	}
 	return nil
+}
+
+// decodeFields reads a fields column: a JSON object (JSON null: none).
+func decodeFields(stored []byte) (map[string]json.RawMessage, string) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(stored, &fields); err != nil {
+		if !json.Valid(stored) {
+			return nil, "is not valid JSON: " + err.Error()
+		}
+		return nil, "is not a JSON object but " + jsonKind(stored)
+	}
+	return fields, ""
 }
 
 // decodeHeaders reads a headers column: a JSON object of string values

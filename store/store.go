@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"time"
 )
 
@@ -17,6 +18,10 @@ type Event struct {
 	Payload       []byte
 	Headers       map[string]string
 	OccurredAt    time.Time
+	// Fields are the columns a foreign outbox table's mapping copies
+	// beside the event (docs/design.md, section 10): its additional fields
+	// by column name, each a JSON value. Nil for herald's own rows.
+	Fields map[string]json.RawMessage
 	// Bucket is the aggregate's bucket (docs/design.md, section 4.1).
 	Bucket int
 	// Attempts is this attempt's number: the failed attempts so far, plus

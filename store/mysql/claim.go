@@ -15,7 +15,7 @@ import (
 var BucketExpr = fmt.Sprintf("MOD(CRC32(CONCAT(aggregate_type, 0x00, aggregate_id)), %d)", store.BucketCount)
 
 // readyColumns are the columns of a claimed event, in scan order.
-var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
+var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers, fields,
 	occurred_at, attempts, COALESCE(error_class, ''), ` + BucketExpr + `, next_attempt_at`
 
 // ClaimQuery reads the oldest ready events, walking idx_ready in index order
@@ -134,7 +134,7 @@ func readEvents(ctx context.Context, q store.Querier, query string, args ...any)
 		// Scanned as stored and decoded in Go: a row another writer got
 		// wrong is an event with a defect, not a failed claim.
 		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
-			&raw.Payload, &raw.Headers, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
+			&raw.Payload, &raw.Headers, &raw.Fields, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
 			return nil, last, err
 		}
 		e := raw.Decode()

@@ -25,7 +25,7 @@ var bucketExpr = fmt.Sprintf(`mod(get_byte(sha256(convert_to(aggregate_type, 'UT
 	`convert_to(aggregate_id, 'UTF8')), 0), %d)`, store.BucketCount)
 
 // readyColumns are the columns of a claimed event, in scan order.
-var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
+var readyColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers, fields,
        occurred_at, attempts, COALESCE(error_class, ''), ` + bucketExpr + `, next_attempt_at`
 
 // claimQuery reads the oldest ready events, walking idx_ready in index
@@ -142,7 +142,7 @@ func readEvents(ctx context.Context, q store.Querier, query string, args ...any)
 		// Scanned as stored and decoded in Go: a row another writer got
 		// wrong is an event with a defect, not a failed claim.
 		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
-			&raw.Payload, &raw.Headers, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
+			&raw.Payload, &raw.Headers, &raw.Fields, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
 			return nil, last, err
 		}
 		e := raw.Decode()

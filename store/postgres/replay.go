@@ -44,7 +44,7 @@ func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.Replay
 	}
 	args = append(args, limit)
 	rows, err := q.QueryContext(ctx, `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type,
-		schema_version, payload, headers, occurred_at
+		schema_version, payload, headers, fields, occurred_at
 		FROM outbox_events
 		WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY aggregate_type, aggregate_id, aggregate_seq LIMIT $`+strconv.Itoa(len(args)), args...)
@@ -54,18 +54,17 @@ func (Dialect) ReplayPage(ctx context.Context, q store.Querier, sel store.Replay
 	defer rows.Close()
 	var out []store.Event
 	for rows.Next() {
-		var e store.Event
-		var headers []byte
-		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType,
-			&e.SchemaVersion, &e.Payload, &headers, &e.OccurredAt); err != nil {
+		var raw store.RawEvent
+		var occurred time.Time
+		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType,
+			&raw.SchemaVersion, &raw.Payload, &raw.Headers, &raw.Fields, &occurred); err != nil {
 			return nil, err
 		}
-		e.OccurredAt = e.OccurredAt.UTC()
-		if headers != nil {
-			if err := json.Unmarshal(headers, &e.Headers); err != nil {
-				return nil, fmt.Errorf("event %s headers: %w", e.ID, err)
-			}
+		e := raw.Decode()
+		if e.Defect != nil {
+			return nil, fmt.Errorf("event %s: %w", e.ID, e.Defect)
 		}
+		e.OccurredAt = occurred.UTC()
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -39,12 +39,18 @@ var columnNames = [colCount]string{
 var errNoColumnNames = errors.New("the binlog's table map of outbox_events carries no column names: " +
 	"set binlog_row_metadata=FULL on the server (rows are decoded by column name)")
 
+// colFields is the optional column of the fields a foreign table's copy
+// brings (migration 8): rows written before it have none.
+const colFields = "fields"
+
 // columnIndex locates each needed column in one version of outbox_events'
 // table map: a migration that adds, drops or reorders columns yields a new
 // table map, and so a new index.
 type columnIndex struct {
 	table *replication.TableMapEvent
 	at    [colCount]int
+	// fields is the index of colFields, -1 when the table has none.
+	fields int
 }
 
 func newColumnIndex(tm *replication.TableMapEvent) (*columnIndex, error) {
@@ -52,11 +58,14 @@ func newColumnIndex(tm *replication.TableMapEvent) (*columnIndex, error) {
 	if len(names) == 0 {
 		return nil, errNoColumnNames
 	}
-	ix := &columnIndex{table: tm}
+	ix := &columnIndex{table: tm, fields: -1}
 	for c := range ix.at {
 		ix.at[c] = -1
 	}
 	for i, name := range names {
+		if name == colFields {
+			ix.fields = i
+		}
 		for c, want := range columnNames {
 			if name == want {
 				ix.at[c] = i
@@ -123,6 +132,11 @@ func (ix *columnIndex) event(row []any) (store.Event, error) {
 	}
 	if h := row[ix.at[colHeaders]]; h != nil {
 		if raw.Headers, err = asBytes(h, columnNames[colHeaders]); err != nil {
+			return fail(err)
+		}
+	}
+	if ix.fields >= 0 && ix.fields < len(row) && row[ix.fields] != nil {
+		if raw.Fields, err = asBytes(row[ix.fields], colFields); err != nil {
 			return fail(err)
 		}
 	}

@@ -40,14 +40,25 @@ var columnNames = [colCount]string{
 type columnIndex struct {
 	at  [colCount]int
 	oid [colCount]uint32
+	// fields and fieldsOID locate colFields, fields -1 when the table has
+	// none.
+	fields    int
+	fieldsOID uint32
 }
 
+// colFields is the optional column of the fields a foreign table's copy
+// brings (migration 8): rows written before it have none.
+const colFields = "fields"
+
 func newColumnIndex(rel *pglogrepl.RelationMessage) (*columnIndex, error) {
-	ix := &columnIndex{}
+	ix := &columnIndex{fields: -1}
 	for c := range ix.at {
 		ix.at[c] = -1
 	}
 	for i, col := range rel.Columns {
+		if col.Name == colFields {
+			ix.fields, ix.fieldsOID = i, col.DataType
+		}
 		for c, want := range columnNames {
 			if col.Name == want {
 				ix.at[c], ix.oid[c] = i, col.DataType
@@ -105,6 +116,10 @@ func (d *decoder) event(ix *columnIndex, tuple *pglogrepl.TupleData) (store.Even
 			scan(colHeaders, &raw.Headers)
 		}
 	}
+	if err == nil && ix.fields >= 0 && ix.fields < len(tuple.Columns) &&
+		tuple.Columns[ix.fields].DataType != pglogrepl.TupleDataTypeNull {
+		err = d.scanColumn(tuple, ix.fields, ix.fieldsOID, colFields, &raw.Fields)
+	}
 	if err != nil {
 		return store.Event{ID: raw.ID}, fmt.Errorf("event %s: %w", raw.ID, err)
 	}
@@ -121,9 +136,14 @@ func (d *decoder) event(ix *columnIndex, tuple *pglogrepl.TupleData) (store.Even
 // scan decodes column c of tuple into dst (a copy: the message's buffer
 // is the connection's, reused by the next read).
 func (d *decoder) scan(ix *columnIndex, tuple *pglogrepl.TupleData, c int, dst any) error {
-	i := ix.at[c]
+	return d.scanColumn(tuple, ix.at[c], ix.oid[c], columnNames[c], dst)
+}
+
+// scanColumn decodes the i-th column of tuple, called name and of type
+// oid, into dst.
+func (d *decoder) scanColumn(tuple *pglogrepl.TupleData, i int, oid uint32, name string, dst any) error {
 	if i >= len(tuple.Columns) {
-		return fmt.Errorf("column %s is missing from the row (%d columns)", columnNames[c], len(tuple.Columns))
+		return fmt.Errorf("column %s is missing from the row (%d columns)", name, len(tuple.Columns))
 	}
 	col := tuple.Columns[i]
 	var format int16
@@ -133,12 +153,12 @@ func (d *decoder) scan(ix *columnIndex, tuple *pglogrepl.TupleData, c int, dst a
 	case pglogrepl.TupleDataTypeText:
 		format = pgtype.TextFormatCode
 	case pglogrepl.TupleDataTypeNull:
-		return fmt.Errorf("column %s is NULL", columnNames[c])
+		return fmt.Errorf("column %s is NULL", name)
 	default:
-		return fmt.Errorf("column %s: the server sent no value (kind %q)", columnNames[c], col.DataType)
+		return fmt.Errorf("column %s: the server sent no value (kind %q)", name, col.DataType)
 	}
-	if err := d.types.Scan(ix.oid[c], format, col.Data, dst); err != nil {
-		return fmt.Errorf("column %s: %w", columnNames[c], err)
+	if err := d.types.Scan(oid, format, col.Data, dst); err != nil {
+		return fmt.Errorf("column %s: %w", name, err)
 	}
 	if b, ok := dst.(*[]byte); ok {
 		*b = append([]byte(nil), *b...)
