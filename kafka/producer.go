@@ -46,6 +46,13 @@ type ProducerConfig struct {
 	// DeliveryTimeout bounds how long a record may take to be acknowledged,
 	// retries included. Defaults to 30s.
 	DeliveryTimeout time.Duration
+	// RecordTimestamps says the records carry their own timestamps (an
+	// event's time, which may be hours old). franz-go measures its delivery
+	// timeout from a record's timestamp, so such a record would time out
+	// before it was sent: the delivery timeout is then off, and the
+	// caller bounds its wait for acknowledgements with its context (the
+	// relay does, by its lease). Defaults to false.
+	RecordTimestamps bool
 	// Logger receives the client's warnings and errors. Defaults to none.
 	Logger *slog.Logger
 	// ClientOptions are added to the client's options: Security.Options
@@ -74,9 +81,11 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 		// accepts. Its count is Kafka's plus a prefix of at least one byte,
 		// so no batch it sends exceeds MaxRecordBytes by Kafka's count.
 		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes + 1)),
-		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProduceRequestTimeout(min(cfg.DeliveryTimeout, 10*time.Second)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	}
+	if !cfg.RecordTimestamps {
+		opts = append(opts, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout))
 	}
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(newSlogLogger(cfg.Logger)))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -54,8 +55,8 @@ func TestClassify(t *testing.T) {
 		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, kafka.ClassBrokerUnavailable, false},
 		{"anything else", errors.New("something odd"), kafka.ClassUnknown, false},
 		// The relay's own, before any Kafka I/O.
-		{"no route", errNoRoute, kafka.ClassNoRoute, true},
-		{"encode", encodeError{errors.New("payload is not JSON")}, kafka.ClassEncode, true},
+		{"no route", record.ErrNoRoute, kafka.ClassNoRoute, true},
+		{"encode", &record.EncodeError{Err: errors.New("payload is not JSON")}, kafka.ClassEncode, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,34 +71,18 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestRoute: the routing rule the relay and replays share.
-func TestRoute(t *testing.T) {
-	topics := map[string]string{"order": "orders.v1"}
-	tests := []struct {
-		typ, def, want string
-		ok             bool
-	}{
-		{"order", "", "orders.v1", true},
-		{"order", "misc.v1", "orders.v1", true},
-		{"invoice", "misc.v1", "misc.v1", true},
-		{"invoice", "", "", false},
-	}
-	for _, tt := range tests {
-		if got, ok := route(topics, tt.def, tt.typ); got != tt.want || ok != tt.ok {
-			t.Errorf("route(%q, default %q) = %q, %v; want %q, %v", tt.typ, tt.def, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 // TestRecordOfAStoredRow: an event with a Defect is an encoding failure
 // (fatal, class encode) whatever its route, and a stored header in
 // herald's prefix never reaches the record.
 func TestRecordOfAStoredRow(t *testing.T) {
-	p := &Publisher{route: func(string) (string, bool) { return "orders", true }}
+	enc, err := record.NewEncoder(record.Config{DefaultTopic: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := store.Event{ID: "0190f1c2-7d3e-7a41-8c55-9a0b1c2d3e4f", AggregateType: "order", AggregateID: "1", AggregateSeq: 3,
 		EventType: "order.created", SchemaVersion: 1, Payload: []byte(`{}`),
 		Headers: map[string]string{envelope.HeaderEventID: "fake", "HERALD-AGGREGATE-SEQ": "9", "tenant": "acme"}}
-	rec, _, err := p.record(e)
+	rec, err := enc.Encode(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +94,16 @@ func TestRecordOfAStoredRow(t *testing.T) {
 		fmt.Sprint(got["tenant"]) != "[acme]" {
 		t.Errorf("headers %v: want herald's once each and tenant", got)
 	}
-	if names := reservedHeaders(e); fmt.Sprint(names) != "[HERALD-AGGREGATE-SEQ herald-event-id]" {
+	if names := record.ReservedHeaders(e); fmt.Sprint(names) != "[HERALD-AGGREGATE-SEQ herald-event-id]" {
 		t.Errorf("reserved headers %v", names)
 	}
 
 	e.Defect = &store.RowDefect{Column: "headers", Problem: "is not a JSON object of strings but a JSON array", Stored: "[]"}
-	p.route = func(string) (string, bool) { return "", false }
-	_, _, err = p.record(e)
+	unrouted, err := record.NewEncoder(record.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = unrouted.Encode(e)
 	if class, fatal := classify(err); class != kafka.ClassEncode || !fatal || !strings.Contains(err.Error(), "column headers") {
 		t.Errorf("record of a defective row: %v (class %s, fatal %v); want a fatal encode error naming the column", err, class, fatal)
 	}

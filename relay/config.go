@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -61,6 +62,12 @@ type Config struct {
 	// DefaultTopic receives aggregate types Topics does not name; empty
 	// means such events are quarantined with class no_route. Defaults to "".
 	DefaultTopic string
+	// Records chooses each aggregate type's record format and shapes it
+	// (docs/design.md, section 10.2). Topics and DefaultTopic route the
+	// herald and cloudevents formats; the debezium format routes as
+	// Records.Debezium.RouteTopicReplacement says. Defaults to herald's
+	// format for every aggregate type.
+	Records record.FormatConfig
 	// ShutdownTimeout bounds how long Run, once its context is cancelled,
 	// waits for the batch in flight before releasing its leases. Defaults to
 	// 15s.
@@ -171,14 +178,12 @@ func (c Config) validate() error {
 	if c.ShutdownTimeout < 0 {
 		errs.Add("ShutdownTimeout", "must not be negative, got %v", c.ShutdownTimeout)
 	}
+	errs.Nest("Records", c.Records.Validate())
 	return errs.Err()
 }
 
-// route is the one routing rule of the relay and of replays: the topic
-// named for the aggregate type, else the default topic, if any.
-func route(topics map[string]string, defaultTopic, aggregateType string) (string, bool) {
-	if t, ok := topics[aggregateType]; ok {
-		return t, true
-	}
-	return defaultTopic, defaultTopic != ""
+// encoder returns the encoder of the relay's records: its routes and
+// formats (validated).
+func (c Config) encoder() (*record.Encoder, error) {
+	return record.NewEncoder(record.Config{Topics: c.Topics, DefaultTopic: c.DefaultTopic, Formats: c.Records})
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -41,15 +39,13 @@ type Result struct {
 // concurrent use by batches that share no aggregate.
 type Publisher struct {
 	producer Producer
-	route    func(aggregateType string) (topic string, ok bool)
+	encoder  *record.Encoder
 }
 
-// NewPublisher returns a Publisher producing with producer and routing
-// aggregate types to topics as Config.Topics and Config.DefaultTopic do.
-func NewPublisher(producer Producer, topics map[string]string, defaultTopic string) *Publisher {
-	return &Publisher{producer: producer, route: func(typ string) (string, bool) {
-		return route(topics, defaultTopic, typ)
-	}}
+// NewPublisher returns a Publisher producing with producer the records
+// encoder builds (topic and format per aggregate type).
+func NewPublisher(producer Producer, encoder *record.Encoder) *Publisher {
+	return &Publisher{producer: producer, encoder: encoder}
 }
 
 // Publish produces a batch sorted by aggregate and AggregateSeq: the first
@@ -105,13 +101,13 @@ func (p *Publisher) produceChains(ctx context.Context, events []store.Event, res
 	produce := func(idx int) {
 		res := &results[idx]
 		res.Sent = true
-		rec, topic, err := p.record(res.Event)
-		res.Topic = topic
+		rec, err := p.encoder.Encode(res.Event)
 		inFlight++
 		if err != nil {
 			acks <- ack{idx: idx, err: err}
 			return
 		}
+		res.Topic = rec.Topic
 		p.producer.Produce(ctx, rec, func(rec *kgo.Record, err error) {
 			acks <- ack{idx: idx, partition: rec.Partition, err: err}
 		})
@@ -176,82 +172,11 @@ func sameAggregate(a, b store.Event) bool {
 	return a.AggregateType == b.AggregateType && a.AggregateID == b.AggregateID
 }
 
-// errNoRoute: no topic is configured for the event's aggregate type.
-var errNoRoute = errors.New("no topic is configured for this aggregate type")
-
-// encodeError marks a failure to build the record: fatal for the event.
-type encodeError struct{ err error }
-
-func (e encodeError) Error() string { return "encode: " + e.err.Error() }
-func (e encodeError) Unwrap() error { return e.err }
-
-// record builds the Kafka record of an event for its routed topic.
-func (p *Publisher) record(e store.Event) (*kgo.Record, string, error) {
-	if e.Defect != nil {
-		// A row herald cannot publish as it is (a foreign writer's): the
-		// event's own fault, quarantined like any encoding failure.
-		return nil, "", encodeError{e.Defect}
-	}
-	topic, ok := p.route(e.AggregateType)
-	if !ok {
-		return nil, "", errNoRoute
-	}
-	rec, err := buildRecord(e, topic)
-	return rec, topic, err
-}
-
-// buildRecord builds the Kafka record of an event: key = aggregate id,
-// value = the versioned envelope, headers = herald's plus the event's own,
-// less any of the event's own in herald's reserved prefix
-// (reservedHeaders): a record never carries two values of a herald header
-// (docs/contracts.md, section 2).
-func buildRecord(e store.Event, topic string) (*kgo.Record, error) {
-	value, err := envelope.Encode(envelope.Envelope{
-		EventID: e.ID, Type: e.EventType, Version: e.SchemaVersion, OccurredAt: e.OccurredAt, Data: e.Payload,
-	})
-	if err != nil {
-		return nil, encodeError{err}
-	}
-	headers := []kgo.RecordHeader{
-		{Key: envelope.HeaderEventID, Value: []byte(e.ID)},
-		{Key: envelope.HeaderEventType, Value: []byte(e.EventType)},
-		{Key: envelope.HeaderEventVersion, Value: []byte(strconv.Itoa(int(e.SchemaVersion)))},
-		{Key: envelope.HeaderAggregateType, Value: []byte(e.AggregateType)},
-		{Key: envelope.HeaderAggregateSeq, Value: []byte(strconv.FormatUint(e.AggregateSeq, 10))},
-	}
-	for k, v := range e.Headers {
-		if envelope.IsReservedHeader(k) {
-			continue // only a row written without outbox.Writer has one
-		}
-		headers = append(headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
-	}
-	// Timestamp stays zero, so franz-go stamps the produce time. It must not
-	// be occurred_at: franz-go measures the delivery timeout from the
-	// record's Timestamp, so an event older than that timeout (a backlog, a
-	// replay) would fail with ErrRecordTimeout before it was ever sent, and
-	// take its partition's buffered records with it. occurred_at travels in
-	// the envelope.
-	return &kgo.Record{Topic: topic, Key: []byte(e.AggregateID), Value: value, Headers: headers}, nil
-}
-
-// reservedHeaders returns the names of e's stored headers that are in
-// herald's reserved prefix, sorted: the record leaves them out.
-func reservedHeaders(e store.Event) []string {
-	var names []string
-	for k := range e.Headers {
-		if envelope.IsReservedHeader(k) {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
 // classify names a publication error's class and whether it is fatal.
 func classify(err error) (string, bool) {
-	var enc encodeError
+	var enc *record.EncodeError
 	switch {
-	case errors.Is(err, errNoRoute):
+	case errors.Is(err, record.ErrNoRoute):
 		return kafka.ClassNoRoute, true
 	case errors.As(err, &enc):
 		return kafka.ClassEncode, true

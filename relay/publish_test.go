@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -103,7 +104,7 @@ func describe(results []Result) string {
 
 func TestPublisherKeepsOneRecordPerAggregateInFlight(t *testing.T) {
 	prod := newScripted(func(string) error { return nil })
-	p := NewPublisher(prod, map[string]string{"order": "orders.v1"}, "")
+	p := newTestPublisher(t, prod, map[string]string{"order": "orders.v1"}, "")
 	results := p.Publish(context.Background(), batch("a*5", "b*3", "c*1"))
 	if got := describe(results); got != "a#1 ok, a#2 ok, a#3 ok, a#4 ok, a#5 ok, b#1 ok, b#2 ok, b#3 ok, c#1 ok" {
 		t.Fatalf("results: %s", got)
@@ -139,7 +140,7 @@ func TestPublisherStopsAnAggregateAtItsFirstFailure(t *testing.T) {
 		}
 		return nil
 	})
-	p := NewPublisher(prod, map[string]string{"order": "orders.v1"}, "")
+	p := newTestPublisher(t, prod, map[string]string{"order": "orders.v1"}, "")
 	results := p.Publish(context.Background(), batch("a*4", "b*2"))
 	want := "a#1 ok, a#2 failed, a#3 unsent behind a#2, a#4 unsent behind a#2, b#1 ok, b#2 ok"
 	if got := describe(results); got != want {
@@ -158,7 +159,7 @@ func TestPublisherIsolatesSuspects(t *testing.T) {
 	events := batch("a*2", "b*2", "c*1")
 	events[2].PreviousErrorClass = "too_large"
 	prod := newScripted(func(string) error { return nil })
-	p := NewPublisher(prod, map[string]string{"order": "orders.v1"}, "")
+	p := newTestPublisher(t, prod, map[string]string{"order": "orders.v1"}, "")
 	results := p.Publish(context.Background(), events)
 	if got := strings.Join(prod.order[len(prod.order)-2:], ","); got != "b#1,b#2" {
 		t.Errorf("produce order %v: want the suspect chain b last", prod.order)
@@ -174,7 +175,7 @@ func TestPublisherFailsUnroutableEventsWithoutARoundTrip(t *testing.T) {
 	events := batch("a*2")
 	events[0].AggregateType, events[1].AggregateType = "invoice", "invoice"
 	prod := newScripted(func(string) error { return nil })
-	results := NewPublisher(prod, map[string]string{"order": "orders.v1"}, "").Publish(context.Background(), events)
+	results := newTestPublisher(t, prod, map[string]string{"order": "orders.v1"}, "").Publish(context.Background(), events)
 	if got := describe(results); got != "a#1 failed, a#2 unsent behind a#1" {
 		t.Fatalf("results: %s", got)
 	}
@@ -184,7 +185,7 @@ func TestPublisherFailsUnroutableEventsWithoutARoundTrip(t *testing.T) {
 	if len(prod.order) != 0 {
 		t.Errorf("produced %v", prod.order)
 	}
-	routed := NewPublisher(prod, nil, "misc.v1").Publish(context.Background(), events)
+	routed := newTestPublisher(t, prod, nil, "misc.v1").Publish(context.Background(), events)
 	if routed[0].Topic != "misc.v1" || routed[0].Err != nil {
 		t.Errorf("with a default topic: %+v", routed[0])
 	}
@@ -199,11 +200,22 @@ func TestPublisherGivesUpUnansweredRecordsWhenTheContextEnds(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	results := NewPublisher(prod, map[string]string{"order": "orders.v1"}, "").Publish(ctx, batch("a*2", "b*1"))
+	results := newTestPublisher(t, prod, map[string]string{"order": "orders.v1"}, "").Publish(ctx, batch("a*2", "b*1"))
 	if got := describe(results); got != "a#1 failed, a#2 unsent behind a#1, b#1 ok" {
 		t.Fatalf("results: %s", got)
 	}
 	if !errors.Is(results[0].Err, context.DeadlineExceeded) {
 		t.Errorf("unanswered record's error %v, want the context's", results[0].Err)
 	}
+}
+
+// newTestPublisher returns a Publisher of herald's records routed by
+// topics and defaultTopic.
+func newTestPublisher(t *testing.T, prod Producer, topics map[string]string, defaultTopic string) *Publisher {
+	t.Helper()
+	enc, err := record.NewEncoder(record.Config{Topics: topics, DefaultTopic: defaultTopic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewPublisher(prod, enc)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/internal/redact"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -101,8 +102,12 @@ func New(cfg Config, st Store, producer Producer) (*Relay, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("relay config: %w", err)
 	}
+	encoder, err := cfg.encoder()
+	if err != nil {
+		return nil, fmt.Errorf("relay config: %w", err)
+	}
 	return &Relay{
-		cfg: cfg, store: st, publisher: NewPublisher(producer, cfg.Topics, cfg.DefaultTopic),
+		cfg: cfg, store: st, publisher: NewPublisher(producer, encoder),
 		log: cfg.Logger.With("relay_id", cfg.ID), known: store.NewKnown(),
 	}, nil
 }
@@ -456,7 +461,7 @@ func (r *Relay) outcome(results []Result, source string) (outcome, *Configuratio
 			out.Unsent = append(out.Unsent, store.Unsent{EventID: e.ID, Behind: res.Behind})
 		case res.Err == nil:
 			out.Published = append(out.Published, e.ID)
-			if dropped := reservedHeaders(e); len(dropped) > 0 {
+			if dropped := record.ReservedHeaders(e); len(dropped) > 0 {
 				// Once per published event: the stored row (a foreign
 				// writer's) keeps them, the record does not carry them.
 				r.log.Warn("stored headers in herald's reserved prefix were left out of the record",

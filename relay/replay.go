@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -44,6 +45,10 @@ type ReplayConfig struct {
 	// DefaultTopic is the live topic of aggregate types Topics does not
 	// name, as the relay's Config.DefaultTopic. Defaults to "".
 	DefaultTopic string
+	// Records are the record formats, as the relay's Config.Records: a
+	// replayed record is the live one, on the replay topic. Defaults to
+	// herald's format.
+	Records record.FormatConfig
 	// TopicFor names the replay topic of a live topic. Defaults to adding
 	// ".replay": a separate topic, so a replay never competes with live
 	// traffic for consumers.
@@ -68,6 +73,7 @@ type Replayer struct {
 	cfg      ReplayConfig
 	store    ReplayStore
 	producer Producer
+	encoder  *record.Encoder
 }
 
 // NewReplayer checks cfg.
@@ -93,7 +99,11 @@ func NewReplayer(cfg ReplayConfig, st ReplayStore, producer Producer) (*Replayer
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Replayer{cfg: cfg, store: st, producer: producer}, nil
+	encoder, err := record.NewEncoder(record.Config{Topics: cfg.Topics, DefaultTopic: cfg.DefaultTopic, Formats: cfg.Records})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return &Replayer{cfg: cfg, store: st, producer: producer, encoder: encoder}, nil
 }
 
 // Run replays until the selection is exhausted (or ctx ends; the
@@ -138,14 +148,14 @@ func (r *Replayer) Run(ctx context.Context) (int64, error) {
 			if err := limiter.Wait(ctx); err != nil {
 				return produced, err
 			}
-			live, ok := route(r.cfg.Topics, r.cfg.DefaultTopic, e.AggregateType)
-			if !ok {
+			rec, err := r.encoder.Encode(e)
+			if errors.Is(err, record.ErrNoRoute) {
 				return produced, fmt.Errorf("replay: event %s: no topic for aggregate type %q", e.ID, e.AggregateType)
 			}
-			rec, err := buildRecord(e, r.cfg.TopicFor(live))
 			if err != nil {
 				return produced, fmt.Errorf("replay: event %s: %w", e.ID, err)
 			}
+			rec.Topic = r.cfg.TopicFor(rec.Topic)
 			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: ReplayHeaderCheckpoint, Value: []byte(cp.Name)})
 			r.producer.Produce(ctx, rec, func(_ *kgo.Record, err error) { results <- err })
 		}

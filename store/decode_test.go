@@ -43,6 +43,11 @@ func TestDecode(t *testing.T) {
 		{"headers truncated", with(func(r *RawEvent) { r.Headers = []byte(`{"a":`) }), "headers", "is not valid JSON"},
 		{"id before headers", with(func(r *RawEvent) { r.ID, r.Headers = "x", []byte(`[]`) }), "id", "is not a UUID"},
 		{"long stored value", with(func(r *RawEvent) { r.EventType = long + "\x00" }), "event_type", "contains a NUL"},
+		{"fields an object", with(func(r *RawEvent) { r.Fields = []byte(`{"tenant": 7, "type": "x"}`) }), "", ""},
+		{"fields JSON null", with(func(r *RawEvent) { r.Fields = []byte(`null`) }), "", ""},
+		{"fields an array", with(func(r *RawEvent) { r.Fields = []byte(`[7]`) }), "fields", "is not a JSON object but a JSON array"},
+		{"fields truncated", with(func(r *RawEvent) { r.Fields = []byte(`{"a":`) }), "fields", "is not valid JSON"},
+		{"headers before fields", with(func(r *RawEvent) { r.Headers, r.Fields = []byte(`1`), []byte(`1`) }), "headers", "JSON number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +58,9 @@ func TestDecode(t *testing.T) {
 				}
 			} else if e.Defect == nil || e.Defect.Column != tt.column || !strings.Contains(e.Defect.Problem, tt.problem) {
 				t.Fatalf("defect %+v, want column %s, problem %q", e.Defect, tt.column, tt.problem)
+			}
+			if tt.raw.Fields != nil && e.Defect == nil && string(tt.raw.Fields) != "null" && len(e.Fields) != 2 {
+				t.Errorf("fields %v, want the stored object's two", e.Fields)
 			}
 			if d := e.Defect; d != nil {
 				if len(d.Stored) > RowDefectStoredMaxLen || d.StoredBytes < len(d.Stored) {

@@ -93,6 +93,7 @@ var dbCommandArgs = map[string][]string{
 	"herald stream setup":       nil,
 	"herald stream status":      nil,
 	"herald stream drop":        nil,
+	"herald migrate unmap":      {"outbox"},
 }
 
 // TestDatabaseAddressRefusedUpFront: every command that takes

@@ -18,6 +18,7 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -60,6 +61,8 @@ func newRelayCommand() *cobra.Command {
 		migrate     bool
 		source      string
 		slot        slotFlag
+		mapping     mappingFlags
+		records     recordFlags
 	)
 	env := envFlags{}
 	cmd := &cobra.Command{
@@ -149,8 +152,17 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
 				problems = append(problems, "--max-record-bytes: "+err.Error())
 			}
+			mapped, err := mapping.settings()
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			var formatProblems []string
+			svc.Relay.Records, formatProblems = records.config(mapped)
+			problems = append(problems, formatProblems...)
 			if err := svc.Validate(); err != nil {
-				problems = append(problems, flagMessages(err, relayFlagOfField)...)
+				// The record formats' problems are in formatProblems,
+				// under their flags' names.
+				problems = append(problems, flagMessages(withoutField(err, "Relay.Records."), relayFlagOfField)...)
 			}
 			if len(problems) > 0 {
 				return usageError{errors.New(strings.Join(problems, "; "))}
@@ -177,6 +189,9 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 			} else if err := migrations.Herald.Check(ctx, conn); err != nil {
 				return err
 			}
+			if err := checkInstalledMapping(ctx, conn, mapped); err != nil {
+				return err
+			}
 			switch source {
 			case sourceBinlog:
 				if svc.Relay.Stream, err = newBinlogSource(ctx, conn, &db, logger); err != nil {
@@ -193,6 +208,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
 				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
+				RecordTimestamps: svc.Relay.Records.Uses(record.Debezium) && svc.Relay.Records.Debezium.Timestamp,
 			})
 			if err != nil {
 				return err
@@ -231,6 +247,8 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog and wal default to 0)")
 	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows), binlog (stream committed inserts from MariaDB/MySQL's binlog) or wal (from PostgreSQL's WAL, a logical replication slot); a stream has one relay streaming, the others stand by")
 	slot.register(cmd, env)
+	mapping.register(cmd, env)
+	records.register(cmd)
 	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
 		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
@@ -283,6 +301,20 @@ func refuseZero(cmd *cobra.Command, names []string) []string {
 		problems = append(problems, fmt.Sprintf("%s: must not be %s; leave it out for the default, %s", who, v, f.DefValue))
 	}
 	return problems
+}
+
+// withoutField returns the errors of a config validation less those of
+// the fields under prefix.
+func withoutField(err error, prefix string) error {
+	var kept config.Errors
+	for _, e := range config.Leaves(err) {
+		var ce *config.Error
+		if errors.As(e, &ce) && strings.HasPrefix(ce.Field, prefix) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept.Err()
 }
 
 // flagMessages renders a config validation's errors with flag names in

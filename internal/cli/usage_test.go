@@ -66,7 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatalf("the walk found %d wrong command lines; the tree has more commands than that", len(cases))
 	}
 	cases = append(cases,
-		usageCase{"issue: migrate donw", []string{"migrate", "donw"}, "usage: herald migrate status|up ..."},
+		usageCase{"issue: migrate donw", []string{"migrate", "donw"}, "usage: herald migrate status|unmap|up ..."},
 		usageCase{"issue: topics crate", []string{"topics", "crate", "x"}, "usage: herald topics create|describe ..."},
 		usageCase{"issue: quarantine retyr", []string{"quarantine", "retyr", "0190d7a2-0000-7000-8000-000000000000"},
 			"usage: herald quarantine discard|list|retry|show ..."},

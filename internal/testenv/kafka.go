@@ -55,6 +55,9 @@ type TopicOptions struct {
 	// Prefix starts the topic's name; the local stack's ACLs let its
 	// secured user have topics that start with "herald" only.
 	Prefix string
+	// Suffix ends it, after the unique part: a test whose topic names are
+	// derived (Debezium's route.topic.replacement) knows its tail.
+	Suffix string
 }
 
 // NewTopic creates a topic for t and deletes it when t ends.
@@ -71,7 +74,7 @@ func NewTopic(t testing.TB, brokers []string, opts TopicOptions) string {
 	if opts.Prefix == "" {
 		opts.Prefix = "herald-t-"
 	}
-	name := uniqueName(t, opts.Prefix, 200)
+	name := uniqueName(t, opts.Prefix, 200-len(opts.Suffix)) + opts.Suffix
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := admin.CreateTopic(ctx, opts.Partitions, opts.ReplicationFactor, opts.Configs, name)
