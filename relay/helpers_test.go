@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/outbox"
 )
 
@@ -30,6 +34,9 @@ type env struct {
 	brokers []string
 	topic   string
 	writer  *outbox.Writer
+	// foreign: write writes Debezium's way, into a foreign outbox table
+	// herald copies (mapForeignTable).
+	foreign bool
 }
 
 func newEnv(t *testing.T, topic testenv.TopicOptions) *env {
@@ -78,7 +85,12 @@ func (e *env) write(ctx context.Context, commit bool, events ...outbox.Event) ([
 		return nil, err
 	}
 	defer tx.Rollback()
-	ids, err := e.writer.Add(ctx, tx, events...)
+	var ids []string
+	if e.foreign {
+		ids, err = writeForeign(ctx, tx, events)
+	} else {
+		ids, err = e.writer.Add(ctx, tx, events...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +98,40 @@ func (e *env) write(ctx context.Context, commit bool, events ...outbox.Event) ([
 		return ids, tx.Rollback()
 	}
 	return ids, tx.Commit()
+}
+
+// foreignOutboxDDL is Debezium's outbox table.
+const foreignOutboxDDL = `CREATE TABLE outbox (id CHAR(36) NOT NULL PRIMARY KEY, aggregatetype VARCHAR(255) NOT NULL,
+	aggregateid VARCHAR(255) NOT NULL, type VARCHAR(255) NOT NULL, payload JSON)`
+
+// mapForeignTable gives e's database Debezium's outbox table, has herald
+// copy its inserts, and makes write write there (docs/design.md, section
+// 10).
+func (e *env) mapForeignTable(t *testing.T) {
+	t.Helper()
+	e.db.Exec(t, foreignOutboxDDL)
+	if err := migrations.InstallMapping(context.Background(), e.db.DB, migrations.Mapping{Table: "outbox"}); err != nil {
+		t.Fatal(err)
+	}
+	e.foreign = true
+}
+
+// writeForeign writes events as a writer of Debezium's habit does: each
+// into the foreign outbox table, then deleted in the same transaction, so
+// only the binlog and herald's copy keep it.
+func writeForeign(ctx context.Context, tx *sql.Tx, events []outbox.Event) ([]string, error) {
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		ids[i] = uuid.NewString()
+		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES (?, ?, ?, ?, ?)",
+			ids[i], ev.AggregateType, ev.AggregateID, ev.EventType, string(ev.Payload)); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM outbox WHERE id = ?", ids[i]); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // preload commits n events spread round-robin over aggregates, 1,000 per

@@ -111,6 +111,23 @@ func TestKilledStreamLeadersLoseNothing(t *testing.T) {
 	killStreamLeaders(t, e, 5, e.binlogRelay)
 }
 
+// TestKilledStreamLeadersLoseNoInsertThenDelete is the kill test with a
+// writer of Debezium's habit: every event inserted into a foreign outbox
+// table herald copies (herald migrate up --mapping) and deleted in the
+// same transaction, so only the binlog and the copy keep it. Three binlog
+// relays, the leader SIGKILLed three times: every committed event on the
+// topic (kcat), no rolled-back one, order per aggregate, the foreign
+// table empty.
+func TestKilledStreamLeadersLoseNoInsertThenDelete(t *testing.T) {
+	t.Parallel() // relays run as processes on a database and topic of their own
+	e := newEnv(t, testenv.TopicOptions{Partitions: 6})
+	e.mapForeignTable(t)
+	killStreamLeaders(t, e, 3, e.binlogRelay)
+	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox"); n != 0 {
+		t.Errorf("%d rows left in the foreign table; the writer deleted each", n)
+	}
+}
+
 // killStreamLeaders is the kill test of a stream source: three relays
 // started by start under continuous writes, the leader SIGKILLed kills
 // times and restarted under a new id (see
