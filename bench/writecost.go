@@ -42,6 +42,12 @@ import (
 //	counter    the Go writer's former path: a client-side upsert of the
 //	           aggregate's counter, then the event with its number (the
 //	           trigger keeps a given number), for comparison
+//	debezium-table  the business row and an event row in Debezium's outbox
+//	           table (id, aggregatetype, aggregateid, type, payload):
+//	           what a team on Debezium's outbox router pays
+//	foreign-copy    the same into the same table that herald copies
+//	           (herald migrate up --mapping, docs/from-debezium.md): what
+//	           the team pays once it relays with herald
 //
 // `bench writers` prints the table and writes docs/benchmarks/writers.md.
 
@@ -139,8 +145,14 @@ func writersCommand(ctx context.Context, args []string) error {
 	return os.WriteFile(filepath.Join(cfg.Out, "writers.md"), []byte(table), 0o644)
 }
 
-// writeWays are the four ways, in the order they take turns.
-var writeWays = []string{"bare", "go-writer", "plain-sql", "counter"}
+// writeWays are the ways, in the order they take turns.
+var writeWays = []string{"bare", "go-writer", "plain-sql", "counter", "debezium-table", "foreign-copy"}
+
+// dbzOutboxDDL is Debezium's outbox table, per server, %s its name.
+var dbzOutboxDDL = map[bool]string{
+	false: "CREATE TABLE %s (id CHAR(36) NOT NULL PRIMARY KEY, aggregatetype VARCHAR(255) NOT NULL, aggregateid VARCHAR(255) NOT NULL, type VARCHAR(255) NOT NULL, payload JSON) ENGINE=InnoDB",
+	true:  "CREATE TABLE %s (id uuid NOT NULL PRIMARY KEY, aggregatetype varchar(255) NOT NULL, aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)",
+}
 
 // writeCostResult is one database's figures: per way, the median of the
 // round medians and the lowest and highest round median, in µs.
@@ -220,11 +232,16 @@ func openWriteCostDB(ctx context.Context, cfg WriteCostConfig, server string) (*
 			"CREATE TABLE bench_events (LIKE outbox_events INCLUDING ALL)",
 		}
 	}
+	ddl = append(ddl, fmt.Sprintf(dbzOutboxDDL[w.postgres], "bench_dbz_outbox"), fmt.Sprintf(dbzOutboxDDL[w.postgres], "bench_foreign_outbox"))
 	for _, q := range ddl {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			w.drop()
 			return nil, fmt.Errorf("%s: %w", q, err)
 		}
+	}
+	if err := migrations.InstallMapping(ctx, db, migrations.Mapping{Table: "bench_foreign_outbox"}); err != nil {
+		w.drop()
+		return nil, err
 	}
 	return w, nil
 }
@@ -326,6 +343,12 @@ func (w *writeCostDB) writeOne(ctx context.Context, writer *outbox.Writer, way s
 				"INSERT INTO outbox_events (id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload) VALUES ($1, 'order', $2, $3, 'order.created', 1, $4)"),
 				id, aggregate, seq, payload)
 		}
+	case "debezium-table", "foreign-copy":
+		table := map[string]string{"debezium-table": "bench_dbz_outbox", "foreign-copy": "bench_foreign_outbox"}[way]
+		_, err = tx.ExecContext(ctx, q(
+			"INSERT INTO "+table+" (id, aggregatetype, aggregateid, type, payload) VALUES (?, 'order', ?, 'order.created', ?)",
+			"INSERT INTO "+table+" (id, aggregatetype, aggregateid, type, payload) VALUES ($1, 'order', $2, 'order.created', $3)"),
+			id, aggregate, payload)
 	default:
 		return fmt.Errorf("unknown way %q", way)
 	}
@@ -375,6 +398,14 @@ func writeCostTable(cfg WriteCostConfig, results []writeCostResult, took time.Du
 			cellOf(r, "bare"), cellOf(r, "go-writer"), cellOf(r, "plain-sql"), cellOf(r, "counter"),
 			100*(r.Median["go-writer"]/r.Median["bare"]-1), 100*(r.Median["plain-sql"]/r.Median["bare"]-1),
 			100*(r.Median["plain-sql"]/r.Median["go-writer"]-1))
+	}
+	b.WriteString("\nA foreign outbox table (docs/from-debezium.md): the same transaction into Debezium's outbox table, " +
+		"(d) as a team on Debezium's outbox router writes it, (e) the same table copied by herald (herald migrate up --mapping).\n\n")
+	b.WriteString("| database | (d) Debezium's table | (e) Debezium's table, copied by herald | (e) / (d) | (e) / (c) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- |\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %s | %s | %s | %+.0f %% | %+.0f %% |\n", r.Server, cellOf(r, "debezium-table"), cellOf(r, "foreign-copy"),
+			100*(r.Median["foreign-copy"]/r.Median["debezium-table"]-1), 100*(r.Median["foreign-copy"]/r.Median["plain-sql"]-1))
 	}
 	return b.String()
 }
