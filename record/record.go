@@ -111,6 +111,14 @@ func (c FormatConfig) Uses(f Format) bool {
 	return false
 }
 
+// Timestamped reports whether records carry the event's own time as their
+// timestamp (the debezium format with Debezium.Timestamp), which may be
+// hours old: their producer must not count its delivery timeout from it
+// (kafka.ProducerConfig.RecordTimestamps).
+func (c FormatConfig) Timestamped() bool {
+	return c.Uses(Debezium) && c.Debezium.Timestamp
+}
+
 // Validate reports every invalid field of c at once, each as a
 // *config.Error naming it (zero fields take their defaults). The settings
 // of a format no aggregate type takes are not checked.
@@ -194,6 +202,24 @@ func (enc *Encoder) Encode(e store.Event) (*kgo.Record, error) {
 		return enc.cloudEvents.encode(e, topic)
 	}
 	return encodeHerald(e, topic)
+}
+
+// Topic returns the topic of aggregateType's records, as Encode routes
+// them: ErrNoRoute when it has none, and an error when the topic depends
+// on more than the aggregate type (the debezium format routing by another
+// field than aggregate_type).
+func (enc *Encoder) Topic(aggregateType string) (string, error) {
+	if enc.FormatOf(aggregateType) == Debezium {
+		if enc.debezium.cfg.RouteByField != DebeziumRouteByFieldDefault {
+			return "", fmt.Errorf("the debezium format routes by field %q: each event's topic depends on it", enc.debezium.cfg.RouteByField)
+		}
+		return enc.debezium.topic(store.Event{AggregateType: aggregateType})
+	}
+	topic, ok := enc.route(aggregateType)
+	if !ok {
+		return "", ErrNoRoute
+	}
+	return topic, nil
 }
 
 // route returns the topic of aggregateType's records in the herald and

@@ -76,6 +76,35 @@ func TestFormatPerAggregateType(t *testing.T) {
 	}
 }
 
+// TestTopic: the topic of an aggregate type's records, in each format,
+// as Encode routes them.
+func TestTopic(t *testing.T) {
+	enc, err := record.NewEncoder(record.Config{
+		Topics: map[string]string{"order": "orders.v1"},
+		Formats: record.FormatConfig{ByAggregateType: map[string]record.Format{"payment": record.Debezium, "invoice": record.CloudEvents},
+			Debezium: record.DebeziumConfig{RouteTopicReplacement: "shop.${routedByValue}"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, want := range map[string]string{"order": "orders.v1", "payment": "shop.payment"} {
+		if got, err := enc.Topic(typ); err != nil || got != want {
+			t.Errorf("Topic(%s) = %q, %v; want %q", typ, got, err, want)
+		}
+	}
+	if _, err := enc.Topic("invoice"); !errors.Is(err, record.ErrNoRoute) {
+		t.Errorf("Topic(invoice) without a route: %v, want ErrNoRoute", err)
+	}
+	byField, err := record.NewEncoder(record.Config{Formats: record.FormatConfig{Default: record.Debezium,
+		Debezium: record.DebeziumConfig{RouteByField: "tenant"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := byField.Topic("order"); err == nil || !strings.Contains(err.Error(), `routes by field "tenant"`) {
+		t.Errorf("Topic when routed by another field: %v", err)
+	}
+}
+
 // TestConfigErrorsNameTheirField: every bad setting at once, each under
 // its field's name.
 func TestConfigErrorsNameTheirField(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/migrations"
-	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
@@ -208,7 +207,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 				// A record must be acknowledged (or given up) well inside the
 				// lease, so a healthy relay never loses its lease mid-batch.
 				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
-				RecordTimestamps: svc.Relay.Records.Uses(record.Debezium) && svc.Relay.Records.Debezium.Timestamp,
+				RecordTimestamps: svc.Relay.Records.Timestamped(),
 			})
 			if err != nil {
 				return err
@@ -248,7 +247,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows), binlog (stream committed inserts from MariaDB/MySQL's binlog) or wal (from PostgreSQL's WAL, a logical replication slot); a stream has one relay streaming, the others stand by")
 	slot.register(cmd, env)
 	mapping.register(cmd, env)
-	records.register(cmd)
+	records.register(cmd, env)
 	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
 		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")

@@ -3,12 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
 )
@@ -24,6 +26,8 @@ func newReplayCommand() *cobra.Command {
 		checkpoint string
 		rateLimit  int
 		maxRecord  int
+		mapping    mappingFlags
+		records    recordFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -33,7 +37,11 @@ cleanup) that were added between --from and --to, optionally only one
 aggregate type, aggregate or event type, to a SEPARATE topic: the live topic's
 name plus --suffix (default .replay), created like the live topic if missing.
 Records keep their event ids, keys and per-aggregate order, so a consumer
-group reading the replay topic deduplicates against its inbox.
+group reading the replay topic deduplicates against its inbox. They are in
+the relay's record format (--record-format, and --mapping for the debezium
+format's settings, as for herald relay); with the debezium format for
+every aggregate type, replay one aggregate type at a time (--aggregate-type):
+its topic follows from it.
 
 At most --rate records per second. Progress is saved under --checkpoint after
 every acknowledged page: running the same command again resumes (with the
@@ -73,7 +81,22 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if err != nil {
 				return err
 			}
-			lives := liveTopics(routes, defTopic)
+			mapped, err := mapping.settings()
+			if err != nil {
+				return err
+			}
+			formats, problems := records.config(mapped)
+			if len(problems) > 0 {
+				return usageError{errors.New(strings.Join(problems, "; "))}
+			}
+			enc, err := record.NewEncoder(record.Config{Topics: routes, DefaultTopic: defTopic, Formats: formats})
+			if err != nil {
+				return usageError{err}
+			}
+			lives, err := replayTopics(enc, formats, routes, defTopic, sel.AggregateType)
+			if err != nil {
+				return err
+			}
 			for _, live := range lives {
 				if err := kafka.ValidateTopicName(live + suffix); err != nil {
 					return usageError{fmt.Errorf("--suffix: the replay topic of %s: %w", live, err)}
@@ -118,14 +141,14 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 				}
 			}
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-replay",
-				MaxRecordBytes: maxRecord, ClientOptions: kafkaOpts})
+				MaxRecordBytes: maxRecord, ClientOptions: kafkaOpts, RecordTimestamps: formats.Timestamped()})
 			if err != nil {
 				return err
 			}
 			defer producer.Close()
 			start := time.Now()
 			rp, err := relay.NewReplayer(relay.ReplayConfig{
-				Checkpoint: checkpoint, Selection: sel, Topics: routes, DefaultTopic: defTopic, Rate: rateLimit,
+				Checkpoint: checkpoint, Selection: sel, Topics: routes, DefaultTopic: defTopic, Records: formats, Rate: rateLimit,
 				ResumeSavedRange: resumeSaved,
 				TopicFor:         func(live string) string { return live + suffix },
 				Progress: func(n int64) {
@@ -159,6 +182,8 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 	f.StringVar(&sel.AggregateID, "aggregate-id", "", "only this aggregate (needs --aggregate-type)")
 	f.StringVar(&sel.EventType, "event-type", "", "only this event type")
 	routing.register(cmd, env)
+	mapping.register(cmd, env)
+	records.register(cmd, env)
 	f.StringVar(&suffix, "suffix", relay.ReplayTopicSuffix, "replay topic = live topic + suffix")
 	f.StringVar(&checkpoint, "checkpoint", "", "name under which progress is saved (required)")
 	f.IntVar(&rateLimit, "rate", relay.ReplayRateDefault, "most records per second")
