@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
 )
@@ -89,6 +90,9 @@ type ReplayConfig struct {
 	// DefaultTopic is the live topic of the aggregate types Topics does not
 	// name. Defaults to "".
 	DefaultTopic string
+	// Records are the record formats, as the relay's Config.Records: a
+	// replayed record is the live one. Defaults to herald's format.
+	Records record.FormatConfig
 	// Suffix names a replay topic: the live topic plus it. Defaults to
 	// ".replay".
 	Suffix string
@@ -166,6 +170,9 @@ func (cfg *Config) validate() error {
 			if err := kafka.ValidateTopicName(live + r.Suffix); err != nil {
 				errs = append(errs, fmt.Errorf("Replay.Suffix: the replay topic of %s: %w", live, err))
 			}
+		}
+		if err := r.Records.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("Replay.Records: %w", err))
 		}
 	}
 	if cfg.RefreshInterval == 0 {

@@ -156,7 +156,12 @@ func (h *Handler) replayStart(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusConflict, fmt.Errorf("replay %q already finished: %d event(s); use a new checkpoint name for a new replay", name, saved.Replayed))
 		return
 	}
-	for _, live := range liveTopics(cfg.Topics, cfg.DefaultTopic) {
+	lives, err := relay.ReplayTopics(relay.ReplayConfig{Selection: sel, Topics: cfg.Topics, DefaultTopic: cfg.DefaultTopic, Records: cfg.Records})
+	if err != nil {
+		fail(http.StatusBadRequest, fmt.Errorf("aggregate type: %w", err))
+		return
+	}
+	for _, live := range lives {
 		if _, err := kafka.EnsureReplayTopic(ctx, cfg.Admin, live, live+cfg.Suffix); err != nil {
 			h.cfg.Logger.Error("console: replay topic", "topic", live+cfg.Suffix, "error", err.Error())
 			fail(http.StatusBadGateway, fmt.Errorf("the replay topic %s could not be made ready: %s", live+cfg.Suffix, shorten(err.Error(), 300)))
@@ -165,7 +170,7 @@ func (h *Handler) replayStart(w http.ResponseWriter, r *http.Request) {
 	}
 	rr := &runningReplay{name: name, by: principalOf(r).name, started: now, done: make(chan struct{})}
 	rp, err := relay.NewReplayer(relay.ReplayConfig{
-		Checkpoint: name, Selection: sel, Topics: cfg.Topics, DefaultTopic: cfg.DefaultTopic, Rate: rate,
+		Checkpoint: name, Selection: sel, Topics: cfg.Topics, DefaultTopic: cfg.DefaultTopic, Records: cfg.Records, Rate: rate,
 		ResumeSavedRange: resume, TopicFor: func(live string) string { return live + cfg.Suffix },
 		Logger: h.cfg.Logger, Progress: func(n int64) { rr.replayed.Store(n) },
 	}, h.cfg.Store, cfg.Producer)

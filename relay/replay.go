@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
@@ -59,6 +61,59 @@ type ReplayConfig struct {
 	Logger *slog.Logger
 	// Progress is called after every page. Defaults to none.
 	Progress func(replayed int64)
+}
+
+// ErrReplayNeedsAggregateType: a replay in the debezium format for every
+// aggregate type names none (ReplayTopics).
+var ErrReplayNeedsAggregateType = errors.New("in the debezium format each aggregate type's records go to a topic of its own " +
+	"(route.topic.replacement): replay one aggregate type at a time")
+
+// ReplayTopics returns the live topics a replay of cfg may publish to,
+// sorted: each needs its replay topic (cfg.TopicFor) before the replay
+// runs. They are the routes' of the aggregate types in the herald and
+// cloudevents formats and the default topic, or, when the selection names
+// an aggregate type, its topic alone; the debezium format's topic follows
+// from the aggregate type (record.Encoder.Topic), so a replay with that
+// format for every aggregate type must name one
+// (ErrReplayNeedsAggregateType).
+func ReplayTopics(cfg ReplayConfig) ([]string, error) {
+	if cfg.Topics == nil {
+		cfg.Topics = TopicsDefault
+	}
+	enc, err := record.NewEncoder(record.Config{Topics: cfg.Topics, DefaultTopic: cfg.DefaultTopic, Formats: cfg.Records})
+	if err != nil {
+		return nil, err
+	}
+	if typ := cfg.Selection.AggregateType; typ != "" {
+		topic, err := enc.Topic(typ)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate type %s: %w", typ, err)
+		}
+		return []string{topic}, nil
+	}
+	if cfg.Records.Default == record.Debezium {
+		return nil, ErrReplayNeedsAggregateType
+	}
+	set := map[string]bool{}
+	for typ, topic := range cfg.Topics {
+		if enc.FormatOf(typ) != record.Debezium {
+			set[topic] = true
+		}
+	}
+	if cfg.DefaultTopic != "" {
+		set[cfg.DefaultTopic] = true
+	}
+	for typ, f := range cfg.Records.ByAggregateType {
+		if f != record.Debezium {
+			continue
+		}
+		topic, err := enc.Topic(typ)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate type %s: %w", typ, err)
+		}
+		set[topic] = true
+	}
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // ErrCheckpointNotSaved: a replay stopped because its checkpoint could not

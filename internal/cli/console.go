@@ -33,6 +33,8 @@ const (
 func newConsoleCommand() *cobra.Command {
 	var (
 		routing           routeFlags
+		mapping           mappingFlags
+		records           recordFlags
 		dbf               dbFlags
 		kf                kafkaFlags
 		addr, prefix      string
@@ -86,6 +88,14 @@ console on a loopback address. See docs/console.md.`,
 			if err != nil {
 				return err
 			}
+			mapped, err := mapping.settings()
+			if err != nil {
+				return err
+			}
+			formats, problems := records.config(mapped)
+			if len(problems) > 0 {
+				return usageError{errors.New(strings.Join(problems, "; "))}
+			}
 			kafkaOpts, err := kf.options()
 			if err != nil {
 				return err
@@ -103,7 +113,7 @@ console on a loopback address. See docs/console.md.`,
 			}
 			defer cl.Close()
 			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-console-replay",
-				ClientOptions: kafkaOpts})
+				ClientOptions: kafkaOpts, RecordTimestamps: formats.Timestamped()})
 			if err != nil {
 				return err
 			}
@@ -115,7 +125,7 @@ console on a loopback address. See docs/console.md.`,
 				RefreshInterval: refresh, SecureCookies: tlsCfg != nil,
 				Kafka: &console.KafkaConfig{Admin: adm, Topics: liveTopics(routes, defaultTopic)},
 				Replay: &console.ReplayConfig{Producer: producer, Admin: adm, Topics: routes,
-					DefaultTopic: defaultTopic, Suffix: suffix},
+					DefaultTopic: defaultTopic, Records: formats, Suffix: suffix},
 			})
 			if err != nil {
 				return usageError{err}
@@ -162,6 +172,8 @@ console on a loopback address. See docs/console.md.`,
 	dbf.register(cmd, env)
 	kf.register(cmd, env)
 	routing.register(cmd, env)
+	mapping.register(cmd, env)
+	records.register(cmd, env)
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", ConsoleAddrDefault, "address to serve on; any but a loopback one needs users")
 	f.StringVar(&prefix, "prefix", "", "path to serve under, as /herald (behind a proxy that forwards it)")

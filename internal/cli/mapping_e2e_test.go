@@ -311,7 +311,7 @@ func testReplayInDebeziumFormat(t *testing.T, d *testenv.Database, brokers []str
 	t.Helper()
 	args := []string{"replay", "--database-url=" + d.DSN, "--kafka-brokers=" + strings.Join(brokers, ","),
 		"--record-format", "debezium", "--mapping", mapping, "--from", "1h", "--rate", "1000"}
-	if out, code := run(t, append(args, "--checkpoint", "all")...); code != exitUsage || !strings.Contains(out, "replay one at a time with --aggregate-type") {
+	if out, code := run(t, append(args, "--checkpoint", "all")...); code != exitUsage || !strings.Contains(out, "replay one aggregate type at a time (--aggregate-type)") {
 		t.Errorf("replay of every aggregate type in the debezium format: exit %d\n%s", code, out)
 	}
 	if out, code := run(t, append(args, "--checkpoint", "orders", "--aggregate-type", "order")...); code != 0 {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -177,48 +176,4 @@ func checkInstalledMapping(ctx context.Context, db *sql.DB, s *connector.Setting
 			want.Table, strings.Join(diffs, "; "))
 	}
 	return nil
-}
-
-// replayTopics returns the live topics a replay with formats may publish
-// (each gets its replay topic): the routes' of the aggregate types in the
-// herald and cloudevents formats, and the topic the debezium format
-// computes for each aggregate type it is named for, or for aggregateType
-// (--aggregate-type) when given. A debezium format for every aggregate
-// type without --aggregate-type is refused: its topics follow from the
-// aggregate types, which a replay does not know in advance.
-func replayTopics(enc *record.Encoder, formats record.FormatConfig, routes map[string]string, defaultTopic, aggregateType string) ([]string, error) {
-	if aggregateType != "" {
-		topic, err := enc.Topic(aggregateType)
-		if errors.Is(err, record.ErrNoRoute) {
-			return nil, usageError{fmt.Errorf("--aggregate-type %s: no topic is configured for it (--topic, --default-topic)", aggregateType)}
-		}
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--aggregate-type %s: %w", aggregateType, err)}
-		}
-		return []string{topic}, nil
-	}
-	if formats.Default == record.Debezium {
-		return nil, usageError{fmt.Errorf("--record-format debezium: each aggregate type's records go to a topic of its own " +
-			"(route.topic.replacement): replay one at a time with --aggregate-type")}
-	}
-	set := map[string]bool{}
-	for typ, topic := range routes {
-		if enc.FormatOf(typ) != record.Debezium {
-			set[topic] = true
-		}
-	}
-	if defaultTopic != "" {
-		set[defaultTopic] = true
-	}
-	for typ, f := range formats.ByAggregateType {
-		if f != record.Debezium {
-			continue
-		}
-		topic, err := enc.Topic(typ)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--record-format %s=debezium: %w", typ, err)}
-		}
-		set[topic] = true
-	}
-	return slices.Sorted(maps.Keys(set)), nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
 )
@@ -89,13 +88,12 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if len(problems) > 0 {
 				return usageError{errors.New(strings.Join(problems, "; "))}
 			}
-			enc, err := record.NewEncoder(record.Config{Topics: routes, DefaultTopic: defTopic, Formats: formats})
-			if err != nil {
-				return usageError{err}
-			}
-			lives, err := replayTopics(enc, formats, routes, defTopic, sel.AggregateType)
-			if err != nil {
-				return err
+			lives, err := relay.ReplayTopics(relay.ReplayConfig{Selection: sel, Topics: routes, DefaultTopic: defTopic, Records: formats})
+			switch {
+			case errors.Is(err, relay.ErrReplayNeedsAggregateType):
+				return usageError{fmt.Errorf("--record-format debezium: %w (--aggregate-type)", err)}
+			case err != nil:
+				return usageError{fmt.Errorf("--aggregate-type: %w", err)}
 			}
 			for _, live := range lives {
 				if err := kafka.ValidateTopicName(live + suffix); err != nil {
