@@ -18,40 +18,88 @@ import (
 	"github.com/herald-outbox/herald/outbox"
 )
 
-// TestDisruptiveKafkaOutage stops every Kafka broker for 30 seconds while a
-// relay has events to publish (run alone: `make test` runs it in a serial
-// phase; it breaks every other test using Kafka meanwhile). The events back
-// off — attempts > 0, error_class timeout or broker_unavailable, last_error
-// set — and none is quarantined for a transient outage; once the brokers
-// are back every event arrives, in order, as kcat confirms.
+// TestDisruptiveKafkaOutage stops every Kafka broker for 30 seconds while
+// relays, one on each database server, have events to publish (run alone:
+// `make test` runs it in a serial phase; it breaks every other test using
+// Kafka meanwhile). The events back off — attempts > 0, error_class
+// timeout or broker_unavailable, last_error set — and none is quarantined
+// for a transient outage; once the brokers are back every event arrives,
+// in order, as kcat confirms. Both servers' relays live through the same
+// outage.
 func TestDisruptiveKafkaOutage(t *testing.T) {
-	testenv.OnEachServer(t, testKafkaOutage)
+	servers := []testenv.Server{testenv.MariaDB, testenv.PostgreSQL}
+	o := startOutage(t, len(servers), 30*time.Second)
+	for _, server := range servers {
+		t.Run(string(server), func(t *testing.T) {
+			t.Parallel()
+			testKafkaOutage(t, server, o)
+		})
+	}
 }
 
-func testKafkaOutage(t *testing.T, server testenv.Server) {
-	const outage = 30 * time.Second
-	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 12})
-	nodes := brokerNodes(t, e.brokers)
-	root := testenv.RepoRoot(t)
-	t.Logf("broker nodes: %v", nodes)
+// outage stops every Kafka broker once each of its participants is ready
+// (or has failed), for its duration, and starts them again.
+type outage struct {
+	ready    chan struct{} // one send per participant set up
+	down, up chan struct{} // closed when the brokers were stopped, started
+	duration time.Duration
+	downAt   time.Time
+	nodes    []string
+	startErr error
+}
 
+// startOutage runs the outage of n participants in the background; the
+// brokers are running again when t ends, whatever happened.
+func startOutage(t *testing.T, n int, duration time.Duration) *outage {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	o := &outage{ready: make(chan struct{}, n), down: make(chan struct{}), up: make(chan struct{}), duration: duration,
+		nodes: brokerNodes(t, testenv.KafkaBrokers(t))}
+	t.Logf("broker nodes: %v", o.nodes)
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		<-done
+		if err := stackNodes(root, "start", o.nodes); err != nil {
+			t.Errorf("restart brokers: %v", err)
+		}
+	})
+	go func() {
+		defer close(done)
+		deadline := time.After(5 * time.Minute) // a participant failed before it was ready
+		for range n {
+			select {
+			case <-o.ready:
+			case <-deadline:
+			}
+		}
+		if err := stackNodes(root, "stop", o.nodes); err != nil {
+			o.startErr = fmt.Errorf("stop brokers: %w", err)
+		}
+		o.downAt = time.Now()
+		close(o.down)
+		<-time.After(o.duration) // the outage itself
+
+		if err := stackNodes(root, "start", o.nodes); err != nil && o.startErr == nil {
+			o.startErr = fmt.Errorf("start brokers: %w", err)
+		}
+		close(o.up)
+	}()
+	return o
+}
+
+func testKafkaOutage(t *testing.T, server testenv.Server, o *outage) {
+	e := newEnvOn(t, server, testenv.TopicOptions{Partitions: 12})
 	e.preload(t, 300, 30)
 	// A 6s lease gives the producer a 4s delivery timeout; the 5s backoff
 	// cap keeps the retries after the outage close together.
 	p := e.relay(t, testenv.RelayOptions{Name: "relay-outage", Lease: 6 * time.Second, BatchSize: 100,
 		Env: []string{"HERALD_BACKOFF_CAP=5s"}})
 	e.waitDrained(t, time.Minute)
-
-	t.Cleanup(func() {
-		// Whatever happened, leave the brokers running.
-		if err := stackNodes(root, "start", nodes); err != nil {
-			t.Errorf("restart brokers: %v", err)
-		}
-	})
-	if err := stackNodes(root, "stop", nodes); err != nil {
-		t.Fatalf("stop brokers: %v", err)
+	o.ready <- struct{}{}
+	<-o.down
+	if o.startErr != nil {
+		t.Fatal(o.startErr)
 	}
-	down := time.Now()
 	t.Logf("all brokers stopped")
 
 	var during []outbox.Event
@@ -61,18 +109,27 @@ func testKafkaOutage(t *testing.T, server testenv.Server) {
 	if _, err := e.write(context.Background(), true, during...); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, outage, "publication failures recorded", func() (bool, string) {
+	testenv.WaitFor(t, o.duration, "publication failures recorded", func() (bool, string) {
 		n := e.db.Count(t, `SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL AND attempts > 0
 			AND error_class IN ('timeout', 'broker_unavailable') AND last_error <> ''`)
 		return n > 0, "no failed attempt recorded yet"
 	})
 	// The rest of the outage, watched: a transient outage quarantines nothing.
-	testenv.WaitFor(t, outage+time.Minute, "the end of the outage", func() (bool, string) {
+	testenv.WaitFor(t, o.duration+time.Minute, "the end of the outage", func() (bool, string) {
 		if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
-			t.Fatalf("%d events quarantined %v into a transient outage", n, time.Since(down).Round(time.Second))
+			t.Fatalf("%d events quarantined %v into a transient outage", n, time.Since(o.downAt).Round(time.Second))
 		}
-		return time.Since(down) >= outage, ""
+		select {
+		case <-o.up:
+			return true, ""
+		default:
+			return false, ""
+		}
 	})
+	if o.startErr != nil {
+		t.Fatal(o.startErr)
+	}
+	up := time.Now()
 	var maxAttempts int
 	var sample string
 	if err := e.db.DB.QueryRow(`SELECT MAX(attempts), MAX(last_error)
@@ -80,17 +137,12 @@ func testKafkaOutage(t *testing.T, server testenv.Server) {
 		t.Fatal(err)
 	}
 	classes := e.db.Strings(t, `SELECT DISTINCT error_class FROM outbox_events WHERE published_at IS NULL AND error_class <> 'held'`)
-	t.Logf("after %v down: up to %d attempts, classes %s, e.g. last_error %q", time.Since(down).Round(time.Second), maxAttempts, classes, sample)
+	t.Logf("after %v down: up to %d attempts, classes %s, e.g. last_error %q", up.Sub(o.downAt).Round(time.Second), maxAttempts, classes, sample)
 	if n := e.db.Count(t, "SELECT COUNT(*) FROM outbox_events WHERE quarantined_at IS NOT NULL"); n > 0 {
 		t.Errorf("%d events quarantined during a transient outage", n)
 	}
-
-	if err := stackNodes(root, "start", nodes); err != nil {
-		t.Fatalf("start brokers: %v", err)
-	}
-	up := time.Now()
-	waitForMetadata(t, e, len(nodes))
-	t.Logf("brokers back after %v down; metadata complete %v after restart", up.Sub(down).Round(time.Second), time.Since(up).Round(time.Millisecond))
+	waitForMetadata(t, e, len(o.nodes))
+	t.Logf("brokers back; metadata complete %v after restart", time.Since(up).Round(time.Millisecond))
 
 	e.waitDrained(t, 2*time.Minute)
 	t.Logf("all events published %v after the brokers were back", time.Since(up).Round(time.Millisecond))

@@ -19,10 +19,12 @@ import (
 // the leader keeps the stream lease (no epoch change, no hand-over back
 // and forth). EXPIRED means dead or hung (docs/runbooks/backlog.md).
 func TestBackingOffRelayKeepsItsLeases(t *testing.T) {
+	t.Parallel() // relays run as processes on databases and topics of their own
 	const lease = 3 * time.Second
 	const watch = 3*lease + lease/2
 
 	t.Run("buckets beside a healthy relay", func(t *testing.T) {
+		t.Parallel()
 		s := newSecuredEnv(t)
 		s.preload(t, 40, 8)
 		failing := s.leasedRelay(t, "relay-failing", s.wrongPassword(t), lease)
@@ -51,6 +53,7 @@ func TestBackingOffRelayKeepsItsLeases(t *testing.T) {
 	})
 
 	t.Run("stream lease of two binlog relays", func(t *testing.T) {
+		t.Parallel()
 		s := newSecuredEnv(t)
 		s.preload(t, 40, 8)
 		sec := s.wrongPassword(t)
