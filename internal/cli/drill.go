@@ -98,7 +98,12 @@ stop or start as $1), or those drills are skipped.`,
 				}
 			}
 			if cfg.RunDir == "" {
-				cfg.RunDir = filepath.Join(os.TempDir(), "herald-drill-"+time.Now().Format("20060102-150405"))
+				// A directory of its own even for two drills started in the
+				// same second (CI runs MariaDB's beside PostgreSQL's): their
+				// processes' logs are the drills' evidence.
+				if cfg.RunDir, err = os.MkdirTemp("", "herald-drill-"+time.Now().Format("20060102-150405")+"-"); err != nil {
+					return err
+				}
 			}
 			if report == "" {
 				report = filepath.Join(cfg.RunDir, "report.json")
