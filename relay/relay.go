@@ -59,10 +59,12 @@ type Relay struct {
 
 	// own is what the last turn at the bucket table left the relay with,
 	// deadline when its lease ends on the local clock, and lastTurn when
-	// the turn was taken.
-	own      store.Ownership
-	deadline time.Time
-	lastTurn time.Time
+	// the turn was taken; turnTried is when the last turn was tried,
+	// whether it succeeded.
+	own       store.Ownership
+	deadline  time.Time
+	lastTurn  time.Time
+	turnTried time.Time
 	// known remembers the latest published event of aggregates, so their
 	// next events need no predecessor read.
 	known *store.Known
@@ -180,8 +182,11 @@ func (r *Relay) pause(ctx context.Context, d time.Duration) error {
 			return nil
 		}
 		step := left
-		if !r.lastTurn.IsZero() {
-			step = min(step, time.Until(r.lastTurn.Add(r.turnEvery())))
+		if !r.turnTried.IsZero() {
+			// A turn that failed is tried again a turn interval later, not
+			// at once: a relay whose database is away retries, it does not
+			// spin.
+			step = min(step, time.Until(r.turnTried.Add(r.turnEvery())))
 		}
 		if step > 0 {
 			t := time.NewTimer(step)
@@ -192,7 +197,7 @@ func (r *Relay) pause(ctx context.Context, d time.Duration) error {
 			case <-t.C:
 			}
 		}
-		if r.turnDue() {
+		if r.turnDue() && time.Since(r.turnTried) >= r.turnEvery() {
 			if err := r.turn(ctx); err != nil {
 				return err
 			}
@@ -220,8 +225,15 @@ func (r *Relay) turn(ctx context.Context) error {
 	}
 	r.cursor = nil
 	start := time.Now()
+	r.turnTried = start
 	rb, err := r.store.Rebalance(ctx, store.RebalanceRequest{RelayID: r.cfg.ID, Lease: r.cfg.Lease, Stream: r.cfg.Stream != nil})
 	if err != nil {
+		// A leader that cannot renew its stream lease lets go of the
+		// stream until it can: it cannot checkpoint either, and a
+		// PostgreSQL replication connection whose client confirms nothing
+		// more holds a fast shutdown of the server until it closes. The
+		// stream reopens at its checkpoint (docs/design.md, section 9.5).
+		r.stopStream()
 		return fmt.Errorf("take a turn at the bucket table: %w", err)
 	}
 	had := len(r.own.Buckets)
