@@ -413,18 +413,7 @@ func mysqlCopy(m Mapping, cols map[string]column) string {
 		}
 		return "NEW." + quoteMySQL(col)
 	}
-	fields := "NULL"
-	if len(m.Fields) > 0 {
-		parts := make([]string, len(m.Fields))
-		for i, f := range m.Fields {
-			parts[i] = quoteMySQLString(f) + ", NEW." + quoteMySQL(f)
-		}
-		fields = "JSON_OBJECT(" + strings.Join(parts, ", ") + ")"
-	}
-	version := "1"
-	if m.SchemaVersion != "" {
-		version = "COALESCE(NEW." + quoteMySQL(m.SchemaVersion) + ", 1)"
-	}
+	fields, version := m.fieldsAndVersion("JSON_OBJECT", quoteMySQL, quoteMySQLString)
 	occurred := value(m.Timestamp, "NULL")
 	if m.Timestamp != "" && strings.EqualFold(cols[m.Timestamp].dataType, "timestamp") {
 		// A TIMESTAMP reads in the writer's session time zone; its epoch
@@ -493,18 +482,7 @@ func postgresCopy(m Mapping, cols map[string]column) string {
 		}
 		return v + "::" + cast
 	}
-	fields := "NULL"
-	if len(m.Fields) > 0 {
-		parts := make([]string, len(m.Fields))
-		for i, f := range m.Fields {
-			parts[i] = quotePostgresString(f) + ", NEW." + quotePostgres(f)
-		}
-		fields = "jsonb_build_object(" + strings.Join(parts, ", ") + ")"
-	}
-	version := "1"
-	if m.SchemaVersion != "" {
-		version = "COALESCE(NEW." + quotePostgres(m.SchemaVersion) + ", 1)"
-	}
+	fields, version := m.fieldsAndVersion("jsonb_build_object", quotePostgres, quotePostgresString)
 	fmt.Fprintf(&b, "  INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, schema_version, payload, headers, occurred_at, fields)\n"+
 		"  VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s);\n  RETURN NULL;\nEND;",
 		value(m.ID, "text::uuid", ""), value(m.AggregateType, "text", ""), value(m.AggregateID, "text", ""),
@@ -579,6 +557,25 @@ func DropMapping(ctx context.Context, db *sql.DB, table string) error {
 	}
 	_, err = db.ExecContext(ctx, "DELETE FROM outbox_mappings WHERE table_name = ?", table)
 	return err
+}
+
+// fieldsAndVersion are the copy's expressions of outbox_events.fields (a
+// JSON object of m.Fields built by the server's function object, NULL
+// without fields) and of schema_version (1 without a column), in a
+// dialect's quoting.
+func (m Mapping) fieldsAndVersion(object string, quote, quoteString func(string) string) (fields, version string) {
+	fields, version = "NULL", "1"
+	if len(m.Fields) > 0 {
+		parts := make([]string, len(m.Fields))
+		for i, f := range m.Fields {
+			parts[i] = quoteString(f) + ", NEW." + quote(f)
+		}
+		fields = object + "(" + strings.Join(parts, ", ") + ")"
+	}
+	if m.SchemaVersion != "" {
+		version = "COALESCE(NEW." + quote(m.SchemaVersion) + ", 1)"
+	}
+	return fields, version
 }
 
 func quoteMySQL(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }

@@ -88,13 +88,9 @@ console on a loopback address. See docs/console.md.`,
 			if err != nil {
 				return err
 			}
-			mapped, err := mapping.settings()
+			formats, err := records.formatConfig(&mapping)
 			if err != nil {
 				return err
-			}
-			formats, problems := records.config(mapped)
-			if len(problems) > 0 {
-				return usageError{errors.New(strings.Join(problems, "; "))}
 			}
 			kafkaOpts, err := kf.options()
 			if err != nil {

@@ -136,6 +136,21 @@ func (f *recordFlags) config(mapping *connector.Settings) (record.FormatConfig, 
 	return cfg, problems
 }
 
+// formatConfig returns the record formats the flags and m say, or a usage
+// error naming every problem (herald replay and herald console; herald
+// relay reports them with its other flags').
+func (f *recordFlags) formatConfig(m *mappingFlags) (record.FormatConfig, error) {
+	mapped, err := m.settings()
+	if err != nil {
+		return record.FormatConfig{}, err
+	}
+	cfg, problems := f.config(mapped)
+	if len(problems) > 0 {
+		return record.FormatConfig{}, usageError{errors.New(strings.Join(problems, "; "))}
+	}
+	return cfg, nil
+}
+
 // checkInstalledMapping fails unless db copies the inserts of s's foreign
 // table as s maps them, with every field the record formats need: a relay
 // started with a mapping migrate up never installed would publish nothing

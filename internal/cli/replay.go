@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,13 +79,9 @@ the consumers themselves; see docs/runbooks/replay.md.`,
 			if err != nil {
 				return err
 			}
-			mapped, err := mapping.settings()
+			formats, err := records.formatConfig(&mapping)
 			if err != nil {
 				return err
-			}
-			formats, problems := records.config(mapped)
-			if len(problems) > 0 {
-				return usageError{errors.New(strings.Join(problems, "; "))}
 			}
 			lives, err := relay.ReplayTopics(relay.ReplayConfig{Selection: sel, Topics: routes, DefaultTopic: defTopic, Records: formats})
 			switch {
