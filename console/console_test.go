@@ -9,16 +9,31 @@ import (
 
 	"github.com/herald-outbox/herald/console"
 	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store"
 )
 
+// shopOutboxDDL is a foreign outbox table of Debezium's default columns,
+// whose copy the overview lists.
+var shopOutboxDDL = map[testenv.Server]string{
+	testenv.MariaDB: `CREATE TABLE shop_outbox (id CHAR(36) NOT NULL PRIMARY KEY, aggregatetype VARCHAR(255) NOT NULL,
+		aggregateid VARCHAR(255) NOT NULL, type VARCHAR(255) NOT NULL, payload JSON)`,
+	testenv.PostgreSQL: `CREATE TABLE shop_outbox (id uuid NOT NULL PRIMARY KEY, aggregatetype varchar(255) NOT NULL,
+		aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)`,
+}
+
 // TestPagesAndHeaders: every page renders for a signed-in user on both
-// databases under a prefix, with the same facts as the store's, and every
+// databases under a prefix, with the same facts as the store's (a copied
+// foreign table among them), and every
 // answer (pages, errors, assets, health) carries the security headers.
 func TestPagesAndHeaders(t *testing.T) {
 	testenv.OnEachServer(t, func(t *testing.T, server testenv.Server) {
 		db := testenv.NewHeraldDatabaseOn(t, server)
 		ids := quarantineEvents(t, db, 3, "pg")
+		db.Exec(t, shopOutboxDDL[server])
+		if err := migrations.InstallMapping(t.Context(), db.DB, migrations.Mapping{Table: "shop_outbox"}); err != nil {
+			t.Fatal(err)
+		}
 		s := newSite(t, db, "/herald", nil)
 		c := s.login(readOnly)
 		d, err := s.st.ShowEvent(t.Context(), ids[0])
@@ -30,7 +45,8 @@ func TestPagesAndHeaders(t *testing.T) {
 			code int
 			want []string
 		}{
-			{"/", http.StatusOK, []string{`id="quarantined">3<`, "ready (claimable)", "Failures in the last hour", "too_large"}},
+			{"/", http.StatusOK, []string{`id="quarantined">3<`, "ready (claimable)", "Failures in the last hour", "too_large",
+				`id="copied-tables"`, "<td>shop_outbox</td>", "herald_copy_shop_outbox"}},
 			{"/fragment/overview", http.StatusOK, []string{`id="quarantined">3<`}},
 			{"/events", http.StatusOK, []string{ids[0], ids[2], "6 event(s) on this page"}},
 			{"/events?state=quarantined&limit=2", http.StatusOK, []string{"2 event(s) on this page", `rel="next"`}},

@@ -165,9 +165,9 @@ var ErrNoSuchMapping = errors.New("no foreign table mapping for this table")
 type InstalledMapping struct {
 	Mapping
 	// Trigger names the trigger that copies the table's inserts.
-	Trigger string
+	Trigger string `json:"trigger"`
 	// InstalledAt is when InstallMapping last wrote it.
-	InstalledAt time.Time
+	InstalledAt time.Time `json:"installed_at"`
 }
 
 // column is a foreign table's column as the server describes it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -96,6 +98,9 @@ type Report struct {
 	Relays             []Relay             `json:"relays"`
 	FreeBuckets        int                 `json:"free_buckets"`
 	Stream             *Stream             `json:"stream,omitempty"`
+	// CopiedTables are the foreign outbox tables whose inserts a trigger
+	// copies into outbox_events (herald migrate up --mapping), by name.
+	CopiedTables []migrations.InstalledMapping `json:"copied_tables"`
 	// Quarantined is the oldest quarantined events (QuarantineShownDefault).
 	Quarantined []store.QuarantinedEvent `json:"quarantined"`
 	// Topics are the topics the Kafka part is about.
@@ -111,9 +116,10 @@ type Report struct {
 
 // Read gathers the database's part of a report through the store: the
 // backlog, the configuration stops, the relays and their leases, the
-// stream, the oldest quarantined events.
+// stream, the copied tables, the oldest quarantined events.
 func Read(ctx context.Context, st *store.Store) (Report, error) {
-	rep := Report{At: time.Now().UTC(), ConfigurationStops: []ConfigurationStop{}, Quarantined: []store.QuarantinedEvent{}}
+	rep := Report{At: time.Now().UTC(), ConfigurationStops: []ConfigurationStop{}, Quarantined: []store.QuarantinedEvent{},
+		CopiedTables: []migrations.InstalledMapping{}}
 	// The readings are independent: on connections of their own, the
 	// report takes as long as the slowest (the backlog's and the
 	// quarantine's each read every quarantined row), not their sum.
@@ -136,6 +142,8 @@ func Read(ctx context.Context, st *store.Store) (Report, error) {
 	read("delivery delay", func() (err error) { rep.DeliveryDelay, err = st.ReadDeliveryDelay(ctx); return err })
 	read("relays", func() (err error) { rep.Relays, rep.FreeBuckets, err = relays(ctx, st); return err })
 	read("stream", func() (err error) { rep.Stream, err = stream(ctx, st); return err })
+	var copies map[string]migrations.InstalledMapping
+	read("copied tables", func() (err error) { copies, err = migrations.ReadMappings(ctx, st.DB()); return err })
 	var slots []store.ReplicationSlot
 	read("replication slots", func() (err error) { slots, _, err = st.ReplicationSlots(ctx); return err })
 	read("quarantine", func() (err error) {
@@ -154,6 +162,9 @@ func Read(ctx context.Context, st *store.Store) (Report, error) {
 	}
 	if quarantine != nil {
 		rep.Quarantined = quarantine
+	}
+	for _, table := range slices.Sorted(maps.Keys(copies)) {
+		rep.CopiedTables = append(rep.CopiedTables, copies[table])
 	}
 	for class, c := range rep.Backlog.ReadyByClass {
 		if kafka.IsConfiguration(class) {

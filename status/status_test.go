@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/status"
 	"github.com/herald-outbox/herald/store"
 )
@@ -26,7 +27,7 @@ func TestWriteText(t *testing.T) {
 			rep:  status.Report{At: at, FreeBuckets: 64},
 			want: []string{"herald status at 2026-12-04T10:00:00Z", "ready (claimable)", "-", "(no relay)", "64",
 				"FAILURES IN THE LAST HOUR", "  none", "no consumer group reads these topics"},
-			wantNone: []string{"STOPPED BY KAFKA CONFIGURATION", "QUARANTINED", "STREAM"},
+			wantNone: []string{"STOPPED BY KAFKA CONFIGURATION", "QUARANTINED", "STREAM", "COPIED TABLES"},
 		},
 		{
 			name: "a WAL stream and its slot",
@@ -61,6 +62,12 @@ func TestWriteText(t *testing.T) {
 				MissingTopics: []string{"orders.v1"}},
 			want:     []string{"timeout", "4", "EXPIRED 5s ago", "orders.v1", "no such topic", "herald topics create orders.v1"},
 			wantNone: []string{"none charged", "/-1"},
+		},
+		{
+			name: "a copied foreign table",
+			rep: status.Report{At: at, CopiedTables: []migrations.InstalledMapping{{Mapping: migrations.Mapping{Table: "outbox"},
+				Trigger: "herald_copy_outbox", InstalledAt: at.Add(-time.Hour)}}},
+			want: []string{"COPIED TABLES", "outbox", "herald_copy_outbox", "2026-12-04T09:00:00Z"},
 		},
 		{
 			name: "Kafka unreachable",

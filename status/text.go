@@ -48,6 +48,13 @@ func (r Report) WriteText(out io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(r.CopiedTables) > 0 {
+		fmt.Fprintln(w, "COPIED TABLES (their inserts become events; herald migrate unmap stops it)\tTRIGGER\tSINCE")
+		for _, c := range r.CopiedTables {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Table, c.Trigger, c.InstalledAt.Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "RELAYS\tBUCKETS\tLEASE")
 	for _, rl := range r.Relays {
 		fmt.Fprintf(w, "  %s\t%d\t%s\n", rl.RelayID, rl.Buckets, rl.LeaseText())

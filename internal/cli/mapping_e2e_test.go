@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,6 +94,10 @@ func testForeignOutboxTable(t *testing.T, server testenv.Server, source string) 
 	}
 	if out, code := run(t, "migrate", "status", dsn); code != 0 || !strings.Contains(out, "foreign table outbox: copied by trigger herald_copy_outbox") {
 		t.Errorf("migrate status: exit %d\n%s", code, out)
+	}
+	if out, code := run(t, "status", dsn, "--kafka-brokers", strings.Join(brokers, ",")); code != 0 ||
+		!regexp.MustCompile(`COPIED TABLES.*\n  outbox +herald_copy_outbox +20`).MatchString(out) {
+		t.Errorf("status: exit %d\n%s", code, out)
 	}
 
 	insert := d.SQL("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, tenant, created) VALUES (?, 'order', ?, ?, ?, ?, ?)")
