@@ -105,3 +105,4 @@ bench: up
 	cd bench && $(GO) run . writers
 	cd bench && $(GO) run . bigtx
 	$(GO) test -run '^$$' -bench BenchmarkSlotRetention -benchtime 1x -timeout 20m ./relay/
+	$(GO) test -run '^$$' -bench 'BenchmarkRelay/(mariadb|postgres)/sustained|BenchmarkRelay/postgres/drain/interleaved|BenchmarkRelay/postgres/delivery' -benchtime 1x -timeout 120m ./relay/ -args -relay.bench-sustained=30s

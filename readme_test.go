@@ -44,7 +44,7 @@ var readmeCommands = map[string]readmeCommand{
 	"make test":                              {skip: "CI (.ci/run) runs it; from a test it would run this test again"},
 	"make drill":                             {skip: "CI runs its drills (.ci/drills: beside make drill-postgres's)"},
 	"make drill-postgres":                    {skip: "CI runs its drills (.ci/drills: beside make drill's)"},
-	"make bench":                             {skip: "about 20 minutes, outside CI by design; bench/ has its own tests (cd bench && go test ./...)"},
+	"make bench":                             {skip: "about 90 minutes, outside CI by design; bench/ has its own tests (cd bench && go test ./...)"},
 	"make down":                              {skip: "stops the servers every other test needs; .ci/run starts them with make up"},
 	"make reset":                             {skip: "wipes the servers every other test needs"},
 	"go get github.com/herald-outbox/herald": {skip: "the module is not on a proxy this machine reaches; TestReadmeGoSnippet compiles the README's code against this checkout"},

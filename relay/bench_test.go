@@ -48,9 +48,9 @@ import (
 // published events (Cleanup) and reports the table's dead tuples and size,
 // before and after autovacuum. drain/reference runs the reference loop of
 // the specification's source material, in SQL both databases speak.
-// sustained (MariaDB, where there are two sources) has writers commit as
-// fast as they can for -relay.bench-sustained (default 1 min) with the
-// writers alone, 1 and 2 polling relays and a binlog relay, in interleaved
+// sustained has writers commit as fast as they can for
+// -relay.bench-sustained (default 1 min) with the writers alone, 1 and 2
+// polling relays and a change-stream relay (binlog, wal), in interleaved
 // repetitions: the rate each keeps up with and what it costs the database
 // per event. delivery measures commit → append at 1,000 events/s with
 // the polling relay's defaults, with a 10 ms poll interval and (MariaDB)
@@ -84,9 +84,7 @@ func BenchmarkRelay(b *testing.B) {
 				b.Run("interleaved", func(b *testing.B) { benchDrains(b, server) })
 				b.Run("reference", func(b *testing.B) { benchReference(b, server) })
 			})
-			if server == testenv.MariaDB {
-				b.Run("sustained", func(b *testing.B) { benchSustained(b) })
-			}
+			b.Run("sustained", func(b *testing.B) { benchSustained(b, server) })
 			b.Run("delivery", func(b *testing.B) { benchDelivery(b, server) })
 			b.Run("idle", func(b *testing.B) { benchIdle(b, server) })
 			b.Run("claim", func(b *testing.B) {
@@ -354,6 +352,8 @@ type benchRelay struct {
 	stream bool
 	// pollInterval, when set, replaces the default.
 	pollInterval time.Duration
+	// linger, when set, replaces the producer's linger (a stream's is 0).
+	linger time.Duration
 }
 
 // runRelaysWith is runRelays with non-default settings.
@@ -371,8 +371,13 @@ func runRelaysWith(b *testing.B, d *testenv.Database, brokers []string, topic st
 		pc := kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench", DeliveryTimeout: relay.LeaseDefault * 2 / 3}
 		cfg := relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
 			Logger: warnLogger(), Observer: stats, PollInterval: opts.pollInterval}
+		if opts.linger > 0 {
+			pc.Linger = opts.linger
+		}
 		if opts.stream {
-			pc.Linger = -1
+			if opts.linger == 0 {
+				pc.Linger = -1
+			}
 			if d.Server == testenv.PostgreSQL {
 				cfg.Stream, err = walsource.New(ctx, db, wal.Config{URL: d.DSN, Logger: warnLogger()})
 			} else {

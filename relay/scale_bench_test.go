@@ -260,6 +260,9 @@ func serverCPU(server testenv.Server) time.Duration {
 	return cpuOrUnknown(read())
 }
 
+// kafkaCPU is the stack's Kafka nodes' CPU time so far, or -1.
+func kafkaCPU() time.Duration { return cpuOrUnknown(localstack.KafkaCPU()) }
+
 // processCPU is this process's CPU time so far, or -1.
 func processCPU() time.Duration { return cpuOrUnknown(localstack.ProcessCPU("self")) }
 

@@ -3,6 +3,7 @@ package localstack
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,31 @@ func MariaDBCPU() (time.Duration, error) {
 		return 0, err
 	}
 	return procCPU(strings.TrimSpace(string(pid)), false)
+}
+
+// KafkaCPU is the CPU time so far of `make up`'s running Kafka nodes,
+// summed (a node that stopped meanwhile no longer counts).
+func KafkaCPU() (time.Duration, error) {
+	files, err := filepath.Glob(KafkaPidFiles)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	running := 0
+	for _, f := range files {
+		pid, err := os.ReadFile(f)
+		if err != nil {
+			continue // a node stopping removes its file
+		}
+		if cpu, err := procCPU(strings.TrimSpace(string(pid)), false); err == nil {
+			total += cpu
+			running++
+		}
+	}
+	if running == 0 {
+		return 0, fmt.Errorf("no running Kafka node has a pid file matching %s", KafkaPidFiles)
+	}
+	return total, nil
 }
 
 // PostgresCPU is the CPU time so far of `make up`'s PostgreSQL, which runs

@@ -29,10 +29,11 @@ func TestProcessCPU(t *testing.T) {
 	}
 }
 
-// TestDatabaseCPU: the stack's two database servers, running since `make
-// up`, have spent CPU time, read from their pid files and /proc.
+// TestDatabaseCPU: the stack's two database servers and its Kafka nodes,
+// running since `make up`, have spent CPU time, read from their pid files
+// and /proc.
 func TestDatabaseCPU(t *testing.T) {
-	for name, read := range map[string]func() (time.Duration, error){"MariaDB": MariaDBCPU, "PostgreSQL": PostgresCPU} {
+	for name, read := range map[string]func() (time.Duration, error){"MariaDB": MariaDBCPU, "PostgreSQL": PostgresCPU, "Kafka": KafkaCPU} {
 		cpu, err := read()
 		if err != nil || cpu <= 0 {
 			t.Errorf("%s: %v CPU time, error %v; want some and no error", name, cpu, err)

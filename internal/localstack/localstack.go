@@ -28,6 +28,9 @@ const (
 	// PostgresPidFile holds, on its first line, the pid of `make up`'s
 	// PostgreSQL postmaster.
 	PostgresPidFile = "/var/tmp/herald-stack/postgres/data/postmaster.pid"
+	// KafkaPidFiles matches the pid files of `make up`'s Kafka nodes
+	// (brokers and controller).
+	KafkaPidFiles = "/var/tmp/herald-stack/kafka/node-*/kafka.pid"
 )
 
 // MariaDBRoot runs statements as MariaDB's root over MariaDBSocket, for
