@@ -243,7 +243,7 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.StringSliceVar(&topics, "topic", defaultRoutes(), "route aggregate_type=topic (repeatable or comma-separated)")
 	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
 	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
-	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog and wal default to 0)")
+	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog and wal default to 0, the lowest latency; under load a few ms fill the produce requests and cut the relay's and the broker's CPU per event: docs/benchmarks.md)")
 	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows), binlog (stream committed inserts from MariaDB/MySQL's binlog) or wal (from PostgreSQL's WAL, a logical replication slot); a stream has one relay streaming, the others stand by")
 	slot.register(cmd, env)
 	mapping.register(cmd, env)
