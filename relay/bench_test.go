@@ -77,6 +77,7 @@ const (
 )
 
 func BenchmarkRelay(b *testing.B) {
+	checkBenchReps(b)
 	b.Cleanup(func() { purgeBinlogs(b) })
 	for _, server := range testenv.Servers {
 		b.Run(string(server), func(b *testing.B) {

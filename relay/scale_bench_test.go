@@ -43,11 +43,33 @@ type drainSample struct {
 	processMS float64 // this process's CPU ms per 1,000 events (relays and the benchmark)
 }
 
+// benchReps is HERALD_BENCH_REPS, or 3 when it is not set; BenchmarkRelay
+// refuses a value that is not a positive number (checkBenchReps) before
+// anything runs.
 func benchReps() int {
-	if n, err := strconv.Atoi(os.Getenv("HERALD_BENCH_REPS")); err == nil && n > 0 {
-		return n
+	n, err := parseBenchReps(os.Getenv("HERALD_BENCH_REPS"))
+	if err != nil {
+		return 3
 	}
-	return 3
+	return n
+}
+
+func parseBenchReps(v string) (int, error) {
+	if v == "" {
+		return 3, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("HERALD_BENCH_REPS=%q: want a positive number of repetitions", v)
+	}
+	return n, nil
+}
+
+// checkBenchReps stops a benchmark whose HERALD_BENCH_REPS is malformed.
+func checkBenchReps(b *testing.B) {
+	if _, err := parseBenchReps(os.Getenv("HERALD_BENCH_REPS")); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // benchDrains drains a fresh 100,000-event backlog on server with each
@@ -495,4 +517,19 @@ func benchIdle(b *testing.B, server testenv.Server) {
 	fmt.Printf("%s idle relay (poll interval %v): %.0f statements/s and %.2f %% of a core of server CPU more than without it (%.0f/s and %.2f %% without)\n",
 		server, relay.PollIntervalDefault, q-baseQ, cpu-baseCPU, baseQ, baseCPU)
 	b.ReportMetric(q-baseQ, "statements/s")
+}
+
+// TestParseBenchReps: the benchmarks' repetitions default to 3, and a
+// value that is not a positive number is refused, not replaced.
+func TestParseBenchReps(t *testing.T) {
+	for v, want := range map[string]int{"": 3, "1": 1, "5": 5} {
+		if n, err := parseBenchReps(v); err != nil || n != want {
+			t.Errorf("parseBenchReps(%q) = %d, %v; want %d", v, n, err, want)
+		}
+	}
+	for _, v := range []string{"two", "0", "-1", "3x"} {
+		if _, err := parseBenchReps(v); err == nil {
+			t.Errorf("parseBenchReps(%q): no error", v)
+		}
+	}
 }
