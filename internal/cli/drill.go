@@ -131,7 +131,7 @@ stop or start as $1), or those drills are skipped.`,
 	kf.register(cmd, env)
 	f := cmd.Flags()
 	f.BoolVar(&list, "list", false, "list the drills and exit")
-	f.StringVar(&names, "drill", "all", "drills to run: all, or names separated by commas (see --list)")
+	f.StringVar(&names, "drill", "all", "drills to run: all, or names separated by commas (see --list); -NAME leaves one out (all,-kafka-broker-restart)")
 	f.StringVar(&cfg.Source, "source", drill.SourcePoll, "the relays' --source: poll, binlog (MariaDB/MySQL) or wal (PostgreSQL); --drill all runs the drills of that source")
 	f.IntVar(&cfg.Events, "events", drill.EventsDefault, "orders per drill")
 	f.Float64Var(&cfg.Rate, "rate", drill.RateDefault, "orders per second")

@@ -370,44 +370,59 @@ var Catalog = []Drill{
 }
 
 // Lookup returns the drills named by spec for relays of source (a
-// Config.Source; "" is SourcePoll): "all" (every drill that applies to the
-// source), or names separated by commas.
+// Config.Source; "" is SourcePoll): names separated by commas, where "all"
+// stands for every drill that applies to the source and a name after "-"
+// leaves that drill out of those before it ("all,-kafka-broker-restart").
 func Lookup(spec, source string) ([]Drill, error) {
 	if source == "" {
 		source = SourcePoll
 	}
-	applies := func(d Drill) bool { return d.AppliesTo(source) }
-	if spec == "" || spec == "all" {
-		var out []Drill
-		for _, d := range Catalog {
-			if applies(d) {
-				out = append(out, d)
-			}
-		}
-		return out, nil
-	}
 	var out []Drill
 	for _, name := range strings.Split(spec, ",") {
 		name = strings.TrimSpace(name)
-		if name == "mariadb-restart" { // its name before PostgreSQL
-			name = "database-restart"
-		}
-		i := slices.IndexFunc(Catalog, func(d Drill) bool { return d.Name == name })
 		switch {
-		case i < 0:
-			names := make([]string, len(Catalog))
-			for i, d := range Catalog {
-				names[i] = d.Name
+		case name == "" || name == "all":
+			for _, d := range Catalog {
+				if d.AppliesTo(source) && !slices.ContainsFunc(out, func(o Drill) bool { return o.Name == d.Name }) {
+					out = append(out, d)
+				}
 			}
-			return nil, fmt.Errorf("unknown drill %q (known: all, %s)", name, strings.Join(names, ", "))
-		case !applies(Catalog[i]):
-			want := Catalog[i].Source
-			if want == SourceStream {
-				want = SourceBinlog + " or " + SourceWAL
+		case strings.HasPrefix(name, "-"):
+			d, err := catalogDrill(strings.TrimPrefix(name, "-"))
+			if err != nil {
+				return nil, err
 			}
-			return nil, fmt.Errorf("drill %q runs with --source %s, not %s", name, want, source)
+			out = slices.DeleteFunc(out, func(o Drill) bool { return o.Name == d.Name })
+		default:
+			d, err := catalogDrill(name)
+			if err != nil {
+				return nil, err
+			}
+			if !d.AppliesTo(source) {
+				want := d.Source
+				if want == SourceStream {
+					want = SourceBinlog + " or " + SourceWAL
+				}
+				return nil, fmt.Errorf("drill %q runs with --source %s, not %s", name, want, source)
+			}
+			out = append(out, d)
 		}
-		out = append(out, Catalog[i])
 	}
 	return out, nil
+}
+
+// catalogDrill is the drill of the catalog called name.
+func catalogDrill(name string) (Drill, error) {
+	if name == "mariadb-restart" { // its name before PostgreSQL
+		name = "database-restart"
+	}
+	i := slices.IndexFunc(Catalog, func(d Drill) bool { return d.Name == name })
+	if i < 0 {
+		names := make([]string, len(Catalog))
+		for i, d := range Catalog {
+			names[i] = d.Name
+		}
+		return Drill{}, fmt.Errorf("unknown drill %q (known: all, %s)", name, strings.Join(names, ", "))
+	}
+	return Catalog[i], nil
 }

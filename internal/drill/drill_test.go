@@ -146,6 +146,34 @@ func TestLookupBySource(t *testing.T) {
 	}
 }
 
+// TestLookupLeavesOut: a name after "-" leaves its drill out of those
+// named before it, and must be a drill of the catalog.
+func TestLookupLeavesOut(t *testing.T) {
+	names := func(spec, source string) []string {
+		t.Helper()
+		drills, err := drill.Lookup(spec, source)
+		if err != nil {
+			t.Fatalf("Lookup(%q, %s): %v", spec, source, err)
+		}
+		var out []string
+		for _, d := range drills {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	all := names("all", drill.SourceBinlog)
+	without := names("all,-kafka-broker-restart", drill.SourceBinlog)
+	if len(without) != len(all)-1 || slices.Contains(without, "kafka-broker-restart") {
+		t.Errorf("all,-kafka-broker-restart = %v; want %v less kafka-broker-restart", without, all)
+	}
+	if got := names("database-restart,stream-crash-after-ack,-database-restart", drill.SourceWAL); !slices.Equal(got, []string{"stream-crash-after-ack"}) {
+		t.Errorf("a listed drill left out: got %v", got)
+	}
+	if _, err := drill.Lookup("all,-no-such-drill", drill.SourcePoll); err == nil || !strings.Contains(err.Error(), `unknown drill "no-such-drill"`) {
+		t.Errorf("leaving out an unknown drill: %v", err)
+	}
+}
+
 // dropDatabases drops a drill's databases when the test ends, whatever
 // the drill kept.
 func dropDatabases(t *testing.T, base string) {
