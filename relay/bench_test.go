@@ -353,7 +353,8 @@ type benchRelay struct {
 	stream bool
 	// pollInterval, when set, replaces the default.
 	pollInterval time.Duration
-	// linger, when set, replaces the producer's linger (a stream's is 0).
+	// linger, when set, replaces the producer's linger (a stream's is 0,
+	// herald relay's rule).
 	linger time.Duration
 }
 
@@ -372,12 +373,10 @@ func runRelaysWith(b *testing.B, d *testenv.Database, brokers []string, topic st
 		pc := kafka.ProducerConfig{Brokers: brokers, ClientID: "herald-bench", DeliveryTimeout: relay.LeaseDefault * 2 / 3}
 		cfg := relay.Config{ID: fmt.Sprintf("bench-%d", i), Topics: map[string]string{"order": topic},
 			Logger: warnLogger(), Observer: stats, PollInterval: opts.pollInterval}
-		if opts.linger > 0 {
-			pc.Linger = opts.linger
-		}
+		pc.Linger = opts.linger // 0: the producer's default
 		if opts.stream {
 			if opts.linger == 0 {
-				pc.Linger = -1
+				pc.Linger = -1 // a stream's default: no lingering
 			}
 			if d.Server == testenv.PostgreSQL {
 				cfg.Stream, err = walsource.New(ctx, db, wal.Config{URL: d.DSN, Logger: warnLogger()})

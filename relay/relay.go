@@ -181,11 +181,12 @@ func (r *Relay) pause(ctx context.Context, d time.Duration) error {
 		if left <= 0 || ctx.Err() != nil {
 			return nil
 		}
+		// The next turn is a turn interval after the last one tried,
+		// whether it succeeded: a relay whose database is away retries, it
+		// does not spin. (A successful turn is the last one tried, so this
+		// is also when turnDue says the next one is due.)
 		step := left
 		if !r.turnTried.IsZero() {
-			// A turn that failed is tried again a turn interval later, not
-			// at once: a relay whose database is away retries, it does not
-			// spin.
 			step = min(step, time.Until(r.turnTried.Add(r.turnEvery())))
 		}
 		if step > 0 {
@@ -197,7 +198,7 @@ func (r *Relay) pause(ctx context.Context, d time.Duration) error {
 			case <-t.C:
 			}
 		}
-		if r.turnDue() && time.Since(r.turnTried) >= r.turnEvery() {
+		if time.Since(r.turnTried) >= r.turnEvery() {
 			if err := r.turn(ctx); err != nil {
 				return err
 			}

@@ -46,13 +46,9 @@ type drainSample struct {
 // benchReps is HERALD_BENCH_REPS, or 3 when it is not set; BenchmarkRelay
 // refuses a value that is not a positive number (checkBenchReps) before
 // anything runs.
-func benchReps() int {
-	n, err := parseBenchReps(os.Getenv("HERALD_BENCH_REPS"))
-	if err != nil {
-		return 3
-	}
-	return n
-}
+func benchReps() int { return benchRepsSet }
+
+var benchRepsSet, benchRepsErr = parseBenchReps(os.Getenv("HERALD_BENCH_REPS"))
 
 func parseBenchReps(v string) (int, error) {
 	if v == "" {
@@ -67,8 +63,8 @@ func parseBenchReps(v string) (int, error) {
 
 // checkBenchReps stops a benchmark whose HERALD_BENCH_REPS is malformed.
 func checkBenchReps(b *testing.B) {
-	if _, err := parseBenchReps(os.Getenv("HERALD_BENCH_REPS")); err != nil {
-		b.Fatal(err)
+	if benchRepsErr != nil {
+		b.Fatal(benchRepsErr)
 	}
 }
 

@@ -16,8 +16,12 @@ func ProcessCPU(pid string) (time.Duration, error) {
 }
 
 // MariaDBCPU is the CPU time so far of `make up`'s mariadbd (one process).
-func MariaDBCPU() (time.Duration, error) {
-	pid, err := os.ReadFile(MariaDBPidFile)
+func MariaDBCPU() (time.Duration, error) { return pidFileCPU(MariaDBPidFile) }
+
+// pidFileCPU is the CPU time so far of the live process whose pid the
+// file holds.
+func pidFileCPU(file string) (time.Duration, error) {
+	pid, err := os.ReadFile(file)
 	if err != nil {
 		return 0, err
 	}
@@ -34,11 +38,7 @@ func KafkaCPU() (time.Duration, error) {
 	var total time.Duration
 	running := 0
 	for _, f := range files {
-		pid, err := os.ReadFile(f)
-		if err != nil {
-			continue // a node stopping removes its file
-		}
-		if cpu, err := procCPU(strings.TrimSpace(string(pid)), false); err == nil {
+		if cpu, err := pidFileCPU(f); err == nil { // a node stopping removes its file
 			total += cpu
 			running++
 		}
