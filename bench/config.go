@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // Config is one run of the comparison. Zero fields mean the defaults; the

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 func main() {

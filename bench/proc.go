@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // process is a relay process the harness started: a herald relay, the

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/internal/reference"
+	"github.com/herald-outbox/herald/database"
+	"github.com/herald-outbox/herald/testkit/localstack"
+	"github.com/herald-outbox/herald/testkit/reference"
 )
 
 // referencePoll is the reference loop's wait after a claim that found

@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 	"github.com/herald-outbox/herald/store/postgres"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // stack is the local stack's servers as the harness uses them, and what

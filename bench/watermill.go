@@ -11,8 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/database"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // runWatermill is the `watermill` subcommand: Watermill's forwarder as

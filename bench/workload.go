@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
 )

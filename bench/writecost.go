@@ -19,13 +19,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/postgres"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // The cost of the SQL contract (docs/writers.md): one transaction of one

@@ -20,12 +20,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/herald-outbox/herald/console"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // screenshotsEnv names the folder the browser test writes each page's

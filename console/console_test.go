@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/console"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // shopOutboxDDL is a foreign outbox table of Debezium's default columns,

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/console"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // The users of the tests; the secrets are canaries no page, header or log

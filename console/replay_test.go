@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/console"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // TestReplays: an operator starts a replay from the console with herald

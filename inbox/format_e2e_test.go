@@ -13,12 +13,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/inbox"
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // formatCase is one end-to-end run of a non-herald format.

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestClusterMinInsyncReplicas runs on the three-broker stack

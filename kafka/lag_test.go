@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestGroupLagsAreSorted: the lag rows `herald status` prints come sorted by

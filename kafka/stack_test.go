@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestBrokerRoundTrip produces 1,000 keyed records with acks=all and the

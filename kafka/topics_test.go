@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestEnsureTopicRefusesKeyRemap: a topic is created with its partitions,

@@ -14,9 +14,9 @@ import (
 	"github.com/herald-outbox/herald/envelope"
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/metrics"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestConsumerSeriesMove runs an inbox consumer over a real topic: a

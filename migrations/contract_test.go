@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver a foreign writer's pool uses
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // The SQL contract (migration 00006, docs/writers.md): a writer that is

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/migrations"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestUpIsIdempotent(t *testing.T) {

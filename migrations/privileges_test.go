@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestTriggerPrivilegeIsCheckedFirst: on a server with binary logging and

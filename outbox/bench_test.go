@@ -14,8 +14,8 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // The write path's cost, on the real MariaDB and PostgreSQL, side by side

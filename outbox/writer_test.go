@@ -15,9 +15,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/herald-outbox/herald/envelope"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func newWriter(t *testing.T, cfg outbox.Config) *outbox.Writer {

@@ -18,11 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/internal/reference"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/relay/binlogsource"
@@ -30,6 +26,10 @@ import (
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 	"github.com/herald-outbox/herald/store/postgres/wal"
+	"github.com/herald-outbox/herald/testkit/localstack"
+	"github.com/herald-outbox/herald/testkit/reference"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // The relay's throughput and the claim's latency on the local stack, on

@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestRefusedTopicIsAConfigurationFailure: a route to a topic Kafka

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // slot is one relay position the supervisor keeps filled: when its process

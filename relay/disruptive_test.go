@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestDisruptiveKafkaOutage stops every Kafka broker for 30 seconds while

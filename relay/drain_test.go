@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestThreeRelaysDrainWhileWriting: three `herald relay` processes drain a

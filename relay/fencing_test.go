@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestStaleRelayCannotMarkAfterTakeover: relay "stale" (2s lease) claims a

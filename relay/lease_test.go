@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestBackingOffRelayKeepsItsLeases: a relay whose every iteration fails
@@ -98,7 +98,7 @@ func (s *securedEnv) leasedRelay(t *testing.T, name string, sec kafka.Security, 
 	return testenv.StartRelay(t, testenv.RelayOptions{
 		Name: name, DSN: s.dsn, Brokers: s.kafka.SASLBrokers, Topics: map[string]string{"order": s.topic},
 		Lease: lease, BatchSize: 20,
-		Env: append(append(append(connenv.KafkaEnv(sec), connenv.MySQLEnv(s.mysqlOpts)...),
+		Env: append(append(append(kafka.SecurityEnv(sec), database.ConnOptionsEnv(s.mysqlOpts)...),
 			"HERALD_POLL_INTERVAL=50ms"), env...),
 	})
 }

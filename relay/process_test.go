@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/testkit/localstack"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // TestRelayRejectsBadConfiguration: `herald relay` with a bad flag or a bad

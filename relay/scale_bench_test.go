@@ -15,12 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/envelope"
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
+	"github.com/herald-outbox/herald/testkit/localstack"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // The drains are interleaved: repetition after repetition, every variant

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestRelaysJoinAndLeaveDuringADrain: three relay processes drain 20,000

@@ -13,9 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // failingProducer fails every record with err, asynchronously like a real

@@ -14,11 +14,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // securedEnv is env with the relays on the stack's secured side: Kafka
@@ -49,7 +49,7 @@ func (s *securedEnv) relay(t *testing.T, name string, brokers []string, sec kafk
 	t.Helper()
 	return testenv.StartRelay(t, testenv.RelayOptions{
 		Name: name, DSN: s.dsn, Brokers: brokers, Topics: map[string]string{"order": s.topic}, BatchSize: 20,
-		Env: append(append(connenv.KafkaEnv(sec), connenv.MySQLEnv(s.mysqlOpts)...),
+		Env: append(append(kafka.SecurityEnv(sec), database.ConnOptionsEnv(s.mysqlOpts)...),
 			"HERALD_POLL_INTERVAL=50ms", "HERALD_BACKOFF_BASE=100ms"),
 	})
 }
@@ -287,7 +287,7 @@ func (s *securedEnv) awaitRecovery(t *testing.T, p *testenv.Process, brokers []s
 // settings Kafka refuses it still reports the database, and exits 1.
 func (s *securedEnv) statusJSON(t *testing.T, brokers []string, sec kafka.Security) string {
 	t.Helper()
-	env := append(append(connenv.KafkaEnv(sec), connenv.MySQLEnv(s.mysqlOpts)...),
+	env := append(append(kafka.SecurityEnv(sec), database.ConnOptionsEnv(s.mysqlOpts)...),
 		"HERALD_MYSQL_DSN="+s.dsn, "HERALD_KAFKA_BROKERS="+strings.Join(brokers, ","), "HERALD_STATUS_TOPICS="+s.topic)
 	p := testenv.StartProcess(t, testenv.ProcessOptions{
 		Name: "herald-status", Path: testenv.HeraldBinary(t), Args: []string{"status", "--json"},

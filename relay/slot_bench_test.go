@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/postgres/wal"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 var (

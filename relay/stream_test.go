@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/internal/failpoint"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // binlogRelay starts a `herald relay --source binlog` process.

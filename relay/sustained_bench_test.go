@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 var benchSustainedFor = flag.Duration("relay.bench-sustained", time.Minute, "how long the sustained benchmark's writers write, per variant")

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/status"
 	"github.com/herald-outbox/herald/store/postgres/wal"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // walRelay starts a `herald relay --source wal` process on e's

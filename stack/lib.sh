@@ -18,7 +18,7 @@ TLS_DIR=$STACK_DIR/tls
 
 # Credentials of the secured listeners and the TLS database users (the
 # same users on MariaDB and PostgreSQL). They are a local stack's, written
-# in the README; internal/testenv spells them too.
+# in the README; testkit/testenv spells them too.
 KAFKA_SASL_USER=herald
 KAFKA_SASL_PASSWORD=herald-kafka-secret
 MARIADB_TLS_USER=herald_tls

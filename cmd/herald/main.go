@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/herald-outbox/herald/internal/cli"
+	"github.com/herald-outbox/herald/cmd/herald/internal/cli"
 )
 
 func main() {

@@ -20,9 +20,9 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
 	"github.com/herald-outbox/herald/outbox"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 func TestMain(m *testing.M) {

@@ -27,9 +27,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/connector"
 	"github.com/herald-outbox/herald/examples/debezium/reservations"
-	"github.com/herald-outbox/herald/internal/connector"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

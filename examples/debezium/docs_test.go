@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestDocShowsTheExample: docs/from-debezium.md shows every file

@@ -35,8 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/outbox"
@@ -58,7 +57,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	dsn := getenv("HERALD_DATABASE_URL", getenv("HERALD_MYSQL_DSN", "herald:herald@tcp(127.0.0.1:3306)/herald"))
 	brokers := strings.Split(getenv("HERALD_KAFKA_BROKERS", "127.0.0.1:9092"), ",")
 	topic := getenv("HERALD_EMBED_TOPIC", "orders.v1")
-	security, err := connenv.Kafka(os.Getenv)
+	security, err := kafka.SecurityFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -74,7 +73,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	// calls mysql.OpenWith or postgres.OpenWith as the address says and
 	// returns the dialect (mysql.Dialect{} or postgres.Dialect{}): your
 	// service calls the one of its database.
-	db, dialect, err := database.Open(ctx, dsn, connenv.MySQL(os.Getenv))
+	db, dialect, err := database.Open(ctx, dsn, database.ConnOptionsFromEnv(os.Getenv))
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 func TestMain(m *testing.M) {
@@ -51,7 +51,7 @@ func TestEmbeddedRelayOverSecuredConnections(t *testing.T) {
 	topic := testenv.NewTopic(t, testenv.KafkaBrokers(t), testenv.TopicOptions{Partitions: 3})
 	sec := k.SCRAM(kafka.SASLScramSHA512)
 	sec.SASLPasswordFile, sec.SASLPassword = testenv.WriteSecret(t, "kafka-password", sec.SASLPassword), ""
-	env := append(connenv.KafkaEnv(sec), connenv.MySQLEnv(mysqlOpts)...)
+	env := append(kafka.SecurityEnv(sec), database.ConnOptionsEnv(mysqlOpts)...)
 	// kcat reads as the same user with PLAIN: Debian's librdkafka cannot
 	// do SCRAM with Kafka 4 (see verify.KcatConfig).
 	reader := k.SCRAM(kafka.SASLPlain)

@@ -18,12 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 const usage = `orders: the orders example service, an HTTP API that writes each order and
@@ -84,7 +83,7 @@ func run() int {
 		return 2
 	}
 
-	db, dialect, err := database.Open(ctx, dsn, connenv.MySQL(os.Getenv))
+	db, dialect, err := database.Open(ctx, dsn, database.ConnOptionsFromEnv(os.Getenv))
 	if err != nil {
 		log.Error("open database", "error", err.Error())
 		return 1

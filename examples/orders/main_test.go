@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -9,10 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/database"
 )
 
 const usage = `warehouse: the warehouse service, the external API the inventory example
@@ -59,7 +58,7 @@ func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	env := server.EnvFrom(os.Getenv)
-	db, dialect, err := database.Open(ctx, env.DSN, connenv.MySQL(os.Getenv))
+	db, dialect, err := database.Open(ctx, env.DSN, database.ConnOptionsFromEnv(os.Getenv))
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package writers_test
 import (
 	"testing"
 
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // snippetFiles are the files docs/writers.md shows, each in full.

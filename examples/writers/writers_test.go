@@ -26,8 +26,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the Go snippet's PostgreSQL driver
 
 	"github.com/herald-outbox/herald/examples/writers/gosql"
-	"github.com/herald-outbox/herald/internal/testenv"
-	"github.com/herald-outbox/herald/internal/verify"
+	"github.com/herald-outbox/herald/testkit/testenv"
+	"github.com/herald-outbox/herald/testkit/verify"
 )
 
 // ordersPerWorker and workers shape every language's load: per worker, 6

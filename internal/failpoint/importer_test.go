@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/internal/failpoint"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/relay/binlogsource"
 	"github.com/herald-outbox/herald/relay/streamtest"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/relay/streamtest"
 	"github.com/herald-outbox/herald/relay/walsource"
 	"github.com/herald-outbox/herald/store/postgres/wal"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

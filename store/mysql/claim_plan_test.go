@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestClaimQueryWalksTheIndex: EXPLAIN of the claim query shows idx_ready

@@ -10,9 +10,9 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/storetest"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestConformance runs the store's conformance suite on MariaDB/MySQL.

@@ -10,9 +10,9 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/testkit/localstack"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // tlsDSN is the local stack's server as user, without a password, on

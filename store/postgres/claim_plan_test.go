@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/postgres"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestClaimQueryWalksTheIndex: the plan of the claim's read is an index

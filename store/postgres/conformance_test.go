@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/postgres"
 	"github.com/herald-outbox/herald/store/storetest"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestConformance runs the store's conformance suite on PostgreSQL.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/postgres"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // BenchmarkDriverPath measures what going through database/sql (pgx's

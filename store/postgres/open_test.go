@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/postgres"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestIsURL(t *testing.T) {

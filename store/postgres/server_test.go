@@ -10,10 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/postgres"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestServerCapabilities checks, over TCP as the application role, what

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // testClaimWritesNothing: a claim returns the oldest ready events in full,

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func testFailureBacksOffQuarantinesAndScrubs(t *testing.T, h Harness) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // streamRelay is a relay that can stream: its turn competes for the

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -67,8 +67,8 @@ func run(t *testing.T, path string, args ...string) (stdout, stderr string, code
 // an unknown flag or an argument is an error (exit 2) naming it.
 func TestExampleBinariesAnswerHelp(t *testing.T) {
 	// orders and warehouse read the database's TLS and password settings
-	// with connenv.MySQL (inventory's EnvFrom reads them itself).
-	mysqlVars := readBy(func(g func(string) string) { connenv.MySQL(g) })
+	// with database.ConnOptionsFromEnv (inventory's EnvFrom reads them itself).
+	mysqlVars := readBy(func(g func(string) string) { database.ConnOptionsFromEnv(g) })
 	tests := []struct {
 		pkg      string
 		settings []string

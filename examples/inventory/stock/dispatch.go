@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/backoff"
-	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/connenv"
-	"github.com/herald-outbox/herald/internal/database"
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // Env is the inventory binary's configuration, read from HERALD_*
@@ -18,10 +17,10 @@ type Env struct {
 	// DSN is the inventory's database: a postgres:// URL, or a MySQL DSN.
 	DSN string
 	// DatabaseOptions are the database connection's TLS (MySQL only) and
-	// password settings (connenv: HERALD_MYSQL_TLS*,
+	// password settings (database.ConnOptionsFromEnv: HERALD_MYSQL_TLS*,
 	// HERALD_MYSQL_PASSWORD[_FILE]).
 	DatabaseOptions database.ConnOptions
-	// Kafka is how the consumer connects to Kafka (connenv:
+	// Kafka is how the consumer connects to Kafka (kafka.SecurityFromEnv:
 	// HERALD_KAFKA_TLS*, HERALD_KAFKA_SASL_*).
 	Kafka kafka.Security
 	// Seed is the stock created at start for SKUs that have none.
@@ -48,9 +47,9 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 			e.DSN = v
 		}
 	}
-	e.DatabaseOptions = connenv.MySQL(getenv)
+	e.DatabaseOptions = database.ConnOptionsFromEnv(getenv)
 	var err error
-	if e.Kafka, err = connenv.Kafka(getenv); err != nil {
+	if e.Kafka, err = kafka.SecurityFromEnv(getenv); err != nil {
 		return Env{}, err
 	}
 	c := &e.Config

@@ -22,8 +22,8 @@ import (
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func quietLogger() *slog.Logger {

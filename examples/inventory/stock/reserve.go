@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
-	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/store"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/inbox"
-	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"

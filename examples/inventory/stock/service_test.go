@@ -8,7 +8,7 @@ import (
 	"github.com/herald-outbox/herald/examples/contract"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 var twoOfSKU1 = contract.OrderItem{SKU: "SKU-1", Quantity: 2, UnitPrice: "9.99"}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestConcurrentCreateAndCancel: 16 clients create orders (some rolled back

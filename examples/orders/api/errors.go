@@ -11,7 +11,7 @@ import (
 	"net/http"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
-	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/database"
 )
 
 // Error codes of the API's error answers.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // service is the API served by httptest over a fresh database with both

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/herald-outbox/herald/examples/orders/api"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestIdempotencyKey: a retry with the same key and the same order gets the

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/herald-outbox/herald/internal/database"
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/outbox"
 )
 

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/herald-outbox/herald/internal/localstack"
+	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 // Environment variables the warehouse binary reads.

@@ -17,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/examples/contract"
-	"github.com/herald-outbox/herald/internal/database"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/examples/warehouse/server"
-	"github.com/herald-outbox/herald/internal/testenv"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func newWarehouse(t *testing.T) *httptest.Server {

@@ -8,9 +8,9 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestCheckPasses: the local stack is set up for streaming.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestDisruptiveMariaDBRestart stops and restarts the stack's MariaDB while

@@ -15,11 +15,11 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
-	"github.com/herald-outbox/herald/internal/localstack"
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
+	"github.com/herald-outbox/herald/testkit/localstack"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestCommitOrder: one writer's transactions come back in commit order,

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/testenv"
 	"github.com/herald-outbox/herald/store/postgres"
 	"github.com/herald-outbox/herald/store/postgres/wal"
+	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // TestCheckNamesTheReplicationAttribute: the stack's herald role can
