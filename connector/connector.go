@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/record"
 )
@@ -232,6 +234,47 @@ type Settings struct {
 	// Ignored lists the properties herald read and does not act on (they
 	// change nothing herald sends), sorted.
 	Ignored []string
+	// property names, per migrations.Mapping field, the property that
+	// sets it, as the configuration writes it (with its transforms.<name>.
+	// prefix).
+	property map[string]string
+}
+
+// NameProperties returns err with each problem of a migrations.Mapping
+// field (as Validate, CheckMapping and InstallMapping report them, each
+// naming its field) named by the connector property that sets the
+// field, so that a message says
+// transforms.outbox.table.field.event.timestamp where the mapping says
+// Timestamp. Other errors are returned as they are.
+func (s Settings) NameProperties(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *config.Error
+	if errors.As(err, &fe) && fe == err {
+		if p, ok := s.property[fe.Field]; ok {
+			return &config.Error{Field: p, Msg: fe.Msg}
+		}
+		return err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts := j.Unwrap()
+		renamed := make([]error, len(parts))
+		for i, e := range parts {
+			renamed[i] = s.NameProperties(e)
+		}
+		return errors.Join(renamed...)
+	}
+	inner := errors.Unwrap(err)
+	if inner == nil {
+		return err
+	}
+	// A wrapping "context: %w": the context kept, the wrapped error named.
+	prefix, ok := strings.CutSuffix(err.Error(), inner.Error())
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("%s%w", prefix, s.NameProperties(inner))
 }
 
 // Interpret turns props into Settings, or reports every property herald
@@ -245,6 +288,16 @@ func Interpret(props Properties) (Settings, error) {
 	get := func(key string) string { return strings.TrimSpace(router[key]) }
 
 	var s Settings
+	s.property = map[string]string{
+		"ID": prefix + "table.field.event.id", "AggregateID": prefix + "table.field.event.key",
+		"EventType": prefix + "table.field.event.type", "Payload": prefix + "table.field.event.payload",
+		"AggregateType": prefix + "route.by.field", "Timestamp": prefix + "table.field.event.timestamp",
+		"SchemaVersion": prefix + "table.field.event.schema.version", "Headers": "herald.field.event.headers",
+		"Fields": prefix + "table.fields.additional.placement", "Table": "table.include.list",
+	}
+	if strings.TrimSpace(props["herald.table"]) != "" {
+		s.property["Table"] = "herald.table"
+	}
 	m := &s.Mapping
 	m.ID, m.AggregateID, m.EventType, m.Payload = get("table.field.event.id"), get("table.field.event.key"),
 		get("table.field.event.type"), get("table.field.event.payload")
@@ -311,6 +364,13 @@ func Interpret(props Properties) (Settings, error) {
 	}
 	if d.ValueConverter, err = converterOf(props, "value"); err != nil {
 		problems = append(problems, err.Error())
+	}
+	if m.Table != "" {
+		if err := s.NameProperties(m.Validate()); err != nil {
+			for _, leaf := range config.Leaves(err) {
+				problems = append(problems, leaf.Error())
+			}
+		}
 	}
 	if len(problems) > 0 {
 		return Settings{}, fmt.Errorf("%s", strings.Join(problems, "; "))
