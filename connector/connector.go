@@ -280,8 +280,7 @@ func (s Settings) NameProperties(err error) error {
 // Interpret turns props into Settings, or reports every property herald
 // cannot honour at once, each naming the property.
 func Interpret(props Properties) (Settings, error) {
-	router, prefix := routerProperties(props)
-	var problems []string
+	router, prefix, problems := routerProperties(props)
 	bad := func(key, format string, args ...any) {
 		problems = append(problems, prefix+key+": "+fmt.Sprintf(format, args...))
 	}
@@ -385,18 +384,66 @@ func Interpret(props Properties) (Settings, error) {
 }
 
 // routerProperties returns the Outbox Event Router's properties, keys
-// without their transforms.<name>. prefix, and that prefix: a connector's
-// configuration names the router's transform (transforms=outbox,
-// transforms.outbox.type=...EventRouter); a file of herald's may give the
-// router's keys bare.
-func routerProperties(props Properties) (Properties, string) {
-	prefix := ""
+// without their transforms.<name>. prefix, that prefix, and what keeps
+// herald from reading them as Debezium would. A connector's configuration
+// (one with connector.class or a transforms key) routes its records
+// through the router only if transforms= declares it (transforms=outbox,
+// transforms.outbox.type=...EventRouter): herald requires exactly one
+// such alias, whatever it is called, and refuses keys under an alias
+// transforms= does not declare, which Kafka Connect would never read. A
+// file of herald's (neither key) may give the router's keys bare.
+func routerProperties(props Properties) (Properties, string, []string) {
+	var declared, routers, problems []string
 	for _, name := range strings.Split(props["transforms"], ",") {
-		name = strings.TrimSpace(name)
-		if name != "" && strings.TrimSpace(props["transforms."+name+".type"]) == eventRouterType {
-			prefix = "transforms." + name + "."
-			break
+		if name = strings.TrimSpace(name); name != "" {
+			declared = append(declared, name)
 		}
+	}
+	for _, name := range declared {
+		switch class := strings.TrimSpace(props["transforms."+name+".type"]); class {
+		case eventRouterType:
+			routers = append(routers, name)
+		case "":
+			problems = append(problems, fmt.Sprintf("transforms.%s.type: missing (transforms= declares %s; the Outbox Event Router's is %s)",
+				name, name, eventRouterType))
+		}
+	}
+	connectorForm := props["connector.class"] != ""
+	var undeclared []string
+	for key := range props {
+		if key == "transforms" {
+			connectorForm = true
+		}
+		alias, _, ok := strings.Cut(strings.TrimPrefix(key, "transforms."), ".")
+		if !strings.HasPrefix(key, "transforms.") || !ok {
+			continue
+		}
+		connectorForm = true
+		if !slices.Contains(declared, alias) {
+			undeclared = append(undeclared, key)
+		}
+	}
+	slices.Sort(undeclared)
+	for _, key := range undeclared {
+		alias, _, _ := strings.Cut(strings.TrimPrefix(key, "transforms."), ".")
+		problems = append(problems, fmt.Sprintf("%s: transforms= does not declare %s, so Kafka Connect never reads it (add %s to transforms=)",
+			key, alias, alias))
+	}
+	prefix := ""
+	switch {
+	case len(routers) == 1:
+		prefix = "transforms." + routers[0] + "."
+	case len(routers) > 1:
+		problems = append(problems, fmt.Sprintf("transforms: %s are each an Outbox Event Router; herald relays one table through one",
+			strings.Join(routers, ", ")))
+	case connectorForm:
+		listed := "declares no transform"
+		if len(declared) > 0 {
+			listed = fmt.Sprintf("declares %s, none of type %s", strings.Join(declared, ", "), eventRouterType)
+		}
+		problems = append(problems, fmt.Sprintf("transforms: no Outbox Event Router: transforms= %s, so Debezium would send "+
+			"this connector's change events, not its outbox's (add transforms=outbox and transforms.outbox.type=%s)",
+			listed, eventRouterType))
 	}
 	router := Properties{}
 	for _, key := range routerKeys {
@@ -406,7 +453,7 @@ func routerProperties(props Properties) (Properties, string) {
 			router[key] = v
 		}
 	}
-	return router, prefix
+	return router, prefix, problems
 }
 
 // tableOf names the foreign table: herald.table, or the one entry of
