@@ -99,8 +99,13 @@ func (m Mapping) Validate() error {
 		errs.Add("Table", "is required")
 	}
 	check("Table", m.Table)
-	if strings.HasPrefix(m.Table, "outbox_") || strings.HasPrefix(m.Table, "herald_") {
-		errs.Add("Table", "%q is one of herald's own tables' names", m.Table)
+	// Only a true collision: herald's schema puts its tables in the
+	// foreign table's database, so a table of one of their names cannot
+	// be both. Any other name (outbox_messages, herald_x) is the team's.
+	if tables := Herald.Tables(); slices.Contains(tables, m.Table) {
+		errs.Add("Table", "%q is one of herald's own tables, which herald's schema puts in this database beside yours (%s); "+
+			"herald copies a table of any other name: rename yours first (docs/from-debezium.md, \"Your table's name\")",
+			m.Table, strings.Join(tables, ", "))
 	}
 	seen := map[string]string{}
 	for _, c := range m.columns() {
