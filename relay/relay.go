@@ -515,13 +515,13 @@ func (r *Relay) outcome(results []Result, source string) (outcome, *Configuratio
 			}
 			out.Failed = append(out.Failed, f)
 			r.cfg.Observer.Failed(class, quarantine)
-			level := slog.LevelWarn
+			level, retryIn := slog.LevelWarn, slog.String("retry_in", f.RetryAfter.String())
 			if quarantine {
-				level = slog.LevelError
+				level, retryIn = slog.LevelError, slog.Attr{} // no retry: an empty Attr is left out
 			}
 			r.log.Log(context.Background(), level, "publish failed",
 				"event_id", e.ID, "aggregate_type", e.AggregateType, "attempt", e.Attempts,
-				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter.String(),
+				"error_class", class, "quarantined", quarantine, retryIn,
 				"error", redact.Truncate(redact.Secrets(f.Message), 300))
 		}
 	}

@@ -58,6 +58,12 @@ or owning it (PostgreSQL).`,
 				return err
 			}
 			defer conn.Close()
+			if mapped != nil {
+				// Before any migration: a mapping that does not fit changes nothing.
+				if err := migrations.CheckMapping(cmd.Context(), conn, mapped.Mapping); err != nil {
+					return mapped.NameProperties(err)
+				}
+			}
 			applied, err := migrations.Herald.Up(cmd.Context(), conn)
 			if err != nil {
 				return err
@@ -73,7 +79,7 @@ or owning it (PostgreSQL).`,
 				return nil
 			}
 			if err := migrations.InstallMapping(cmd.Context(), conn, mapped.Mapping); err != nil {
-				return err
+				return mapped.NameProperties(err)
 			}
 			m := mapped.Mapping
 			fmt.Fprintf(out, "inserts into %s are copied into outbox_events by trigger %s: id from %s, aggregate type from %s, "+
