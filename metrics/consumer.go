@@ -55,12 +55,16 @@ func NewConsumer(reg prometheus.Registerer, consumer string) *Consumer {
 // Processed implements inbox.Observer.
 func (m *Consumer) Processed(topic string, _ int32, handlerLatency time.Duration) {
 	m.processed.WithLabelValues(m.name, topic).Inc()
+	// The duplicate rate's series exists from the topic's first record, at
+	// 0, so the dashboard and rate() show a quiet consumer's 0.
+	m.duplicates.WithLabelValues(m.name, topic)
 	m.handler.Observe(handlerLatency.Seconds())
 }
 
 // Duplicate implements inbox.Observer.
 func (m *Consumer) Duplicate(topic string, _ int32) {
 	m.duplicates.WithLabelValues(m.name, topic).Inc()
+	m.processed.WithLabelValues(m.name, topic)
 }
 
 // DeadLettered implements inbox.Observer.
