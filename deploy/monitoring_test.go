@@ -63,7 +63,7 @@ func dashboardExprs(t *testing.T) []string {
 			Targets []struct{ Expr string } `json:"targets"`
 		} `json:"panels"`
 		Annotations struct{ List []struct{ Expr string } } `json:"annotations"`
-		Templating  struct{ List []struct{ Query any } } `json:"templating"`
+		Templating  struct{ List []struct{ Query any } }   `json:"templating"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("grafana/herald.json: %v", err)
