@@ -121,6 +121,13 @@ func New(cfg Config, st Store, producer Producer) (*Relay, error) {
 func (r *Relay) Run(ctx context.Context) error {
 	r.log.Info("relay started", "batch_size", r.cfg.BatchSize, "lease", r.cfg.Lease.String(),
 		"order_policy", r.cfg.OrderPolicy)
+	if o, ok := r.cfg.Observer.(SourceObserver); ok {
+		source := SourcePoll
+		if r.cfg.Stream != nil {
+			source = SourceStream
+		}
+		o.Started(source)
+	}
 	for {
 		if ctx.Err() != nil {
 			if err := r.awaitSettle(); err != nil {

@@ -209,7 +209,7 @@ func (r *Relay) startStream(ctx context.Context) error {
 		}
 	}
 	if from == "" {
-		if from, err = r.sweep(ctx); err != nil {
+		if from, err = r.sweep(ctx, row.Position != ""); err != nil {
 			return err
 		}
 		if reader, err = r.cfg.Stream.Open(ctx, from); err != nil {
@@ -244,8 +244,9 @@ func (r *Relay) startStream(ctx context.Context) error {
 }
 
 // sweep publishes every ready event through the polling path, after
-// taking the head the stream will start from, and checkpoints that head.
-func (r *Relay) sweep(ctx context.Context) (string, error) {
+// taking the head the stream will start from, and checkpoints that head;
+// positionLost says the checkpoint was gone from the server.
+func (r *Relay) sweep(ctx context.Context, positionLost bool) (string, error) {
 	var head string
 	var err error
 	if sw, ok := r.cfg.Stream.(StreamSweeper); ok {
@@ -279,6 +280,9 @@ func (r *Relay) sweep(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("sweep: %w", err)
 	}
 	r.log.Info("sweep done", "events", swept, "head", head)
+	if o, ok := r.cfg.Observer.(SweepObserver); ok {
+		o.Swept(positionLost, swept)
+	}
 	return head, nil
 }
 
