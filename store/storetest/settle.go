@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func testFailureBacksOffQuarantinesAndScrubs(t *testing.T, h Harness) {
@@ -88,7 +87,7 @@ func testSuccessorsWaitBehindBackoff(t *testing.T, h Harness) {
 		t.Fatalf("held event: state %s until %v; want held until the head's retry at %v", held.State, held.NextAttemptAt, headRetry)
 	}
 	var d store.Claim
-	testenv.Eventually(t, 10*time.Second, "the head and its successor claimed after the backoff", func() bool {
+	eventually(t, 10*time.Second, "the head and its successor claimed after the backoff", func() bool {
 		d = r.claim(t, 100)
 		return len(d.Events) > 0
 	})
