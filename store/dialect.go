@@ -32,6 +32,7 @@ type Dialect interface {
 	StreamDialect
 	SettleDialect
 	OperationsDialect
+	BacklogDialect
 	WriterDialect
 	InboxDialect
 }
@@ -203,46 +204,6 @@ type EventState struct {
 	HandedOver bool
 }
 
-// ScanStreamLease reads the row of a dialect's ReadStream query (the
-// database's now, leader, epoch, expires_at, position, checkpointed_at,
-// watermark), times in UTC. sql.ErrNoRows is returned as is, with a zero
-// lease.
-func ScanStreamLease(row *sql.Row) (StreamLease, time.Time, error) {
-	var (
-		l                              StreamLease
-		now                            time.Time
-		leader, position               sql.NullString
-		expires, checkpoint, watermark sql.NullTime
-	)
-	if err := row.Scan(&now, &leader, &l.Epoch, &expires, &position, &checkpoint, &watermark); err != nil {
-		return StreamLease{}, time.Time{}, err
-	}
-	l.Leader, l.Expires, l.Position, l.CheckpointedAt = leader.String, expires.Time.UTC(), position.String, checkpoint.Time.UTC()
-	if watermark.Valid {
-		l.Watermark = watermark.Time.UTC()
-	}
-	return l, now.UTC(), nil
-}
-
-// ScanEventStates reads the rows of a dialect's ReadStates query (id,
-// published, handed over) into their states by id, and closes rows.
-func ScanEventStates(rows *sql.Rows, err error) (map[string]EventState, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]EventState{}
-	for rows.Next() {
-		var id string
-		var st EventState
-		if err := rows.Scan(&id, &st.Published, &st.HandedOver); err != nil {
-			return nil, err
-		}
-		out[id] = st
-	}
-	return out, rows.Err()
-}
-
 // StreamDialect keeps the change stream's lease and checkpoint, on the
 // database clock (docs/design.md, section 9).
 type StreamDialect interface {
@@ -350,14 +311,6 @@ type EventRow struct {
 // OperationsDialect serves the operators' tools: status, quarantine,
 // replay and cleanup.
 type OperationsDialect interface {
-	// CountUnpublished counts the rows neither published nor discarded,
-	// the untouched ones before watermark (when set) counting as published;
-	// from indexed ranges.
-	CountUnpublished(ctx context.Context, q Querier, watermark time.Time) (int64, error)
-	// ReadBacklog measures the outbox from indexed ranges; with a
-	// watermark, the untouched rows before it are published and those from
-	// it on the change stream's (Backlog.Streaming).
-	ReadBacklog(ctx context.Context, q Querier, watermark time.Time) (Backlog, error)
 	// ListQuarantined returns quarantined (not discarded) events, oldest
 	// quarantine first, with the count of later events held behind each.
 	ListQuarantined(ctx context.Context, q Querier, f QuarantineFilter) ([]QuarantinedEvent, error)
@@ -382,16 +335,16 @@ type OperationsDialect interface {
 	// AppendAudit records an operator action (At is set by the database).
 	AppendAudit(ctx context.Context, q Querier, a AuditRecord) error
 
-	// ReplayPage returns up to limit published events of sel after pos, in
-	// (aggregate_type, aggregate_id, aggregate_seq) order; with a
-	// watermark, the untouched rows before it count as published
-	// (docs/design.md, section 9.4).
-	ReplayPage(ctx context.Context, q Querier, sel ReplaySelection, pos ReplayPosition, limit int, watermark time.Time) ([]Event, error)
+	// ReplayPage returns the published events w asks for, in
+	// (aggregate_type, aggregate_id, aggregate_seq) order, walking
+	// uq_aggregate_seq (ScanReplayEvents).
+	ReplayPage(ctx context.Context, q Querier, w ReplayWindow) ([]Event, error)
 	// LoadReplayCheckpoint reads a checkpoint as saved; found is false when
 	// there is none.
 	LoadReplayCheckpoint(ctx context.Context, q Querier, name string) (cp ReplayCheckpoint, found bool, err error)
-	// SaveReplayCheckpoint inserts or updates a checkpoint.
-	SaveReplayCheckpoint(ctx context.Context, q Querier, cp ReplayCheckpoint, finished bool) error
+	// SaveReplayCheckpoint inserts or updates a checkpoint; selection is
+	// cp.Selection's JSON, as ScanReplayCheckpoint reads it back.
+	SaveReplayCheckpoint(ctx context.Context, q Querier, cp ReplayCheckpoint, selection []byte, finished bool) error
 
 	// DeletePublished deletes up to limit published events with
 	// published_at before cutoff, and returns how many it deleted.
