@@ -113,38 +113,16 @@ type BacklogDialect interface {
 // ScanTallies reads rows of (error class, count, oldest occurred_at) by
 // class and closes rows.
 func ScanTallies(rows *sql.Rows, err error) (map[string]Tally, error) {
-	out := map[string]Tally{}
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var class string
-		var t Tally
-		if err := rows.Scan(&class, &t.Rows, UTC(&t.Oldest)); err != nil {
-			return err
-		}
-		out[class] = t
-		return nil
+	return scanMap(rows, err, func(rows *sql.Rows, class *string, t *Tally) error {
+		return rows.Scan(class, &t.Rows, UTC(&t.Oldest))
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ScanCounts reads rows of (error class, count) by class and closes rows.
 func ScanCounts(rows *sql.Rows, err error) (map[string]int64, error) {
-	out := map[string]int64{}
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var class string
-		var n int64
-		if err := rows.Scan(&class, &n); err != nil {
-			return err
-		}
-		out[class] = n
-		return nil
+	return scanMap(rows, err, func(rows *sql.Rows, class *string, n *int64) error {
+		return rows.Scan(class, n)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ReadBacklog measures the outbox. Under a change stream (a watermark

@@ -79,13 +79,32 @@ func eachRow(rows *sql.Rows, err error, scan func(*sql.Rows) error) error {
 	return rows.Err()
 }
 
-// scanAll reads every row of rows with scan, closes rows and returns what
-// scan read; err is the error of the query that made rows.
-func scanAll[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+// scanAll reads every row of rows into a value with scan, closes rows and
+// returns the values; err is the error of the query that made rows.
+func scanAll[T any](rows *sql.Rows, err error, scan func(*sql.Rows, *T) error) ([]T, error) {
 	var out []T
 	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		v, err := scan(rows)
+		var v T
+		err := scan(rows, &v)
 		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanMap reads every row of rows with scan into a map, closes rows and
+// returns the map (empty, not nil, when there is no row); err is the
+// error of the query that made rows.
+func scanMap[K comparable, V any](rows *sql.Rows, err error, scan func(*sql.Rows, *K, *V) error) (map[K]V, error) {
+	out := map[K]V{}
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
+		var k K
+		var v V
+		err := scan(rows, &k, &v)
+		out[k] = v
 		return err
 	})
 	if err != nil {
@@ -122,7 +141,7 @@ func TextOrNull(b []byte) any {
 // next_attempt_at), each decoded (RawEvent.Decode), and closes rows. last
 // is the claim order's position of the last row (zero when none).
 func ScanReadyEvents(rows *sql.Rows, err error) (events []Event, last ReadyCursor, _ error) {
-	events, err = scanAll(rows, err, func(rows *sql.Rows) (Event, error) {
+	events, err = scanAll(rows, err, func(rows *sql.Rows, e *Event) error {
 		var (
 			raw       RawEvent
 			occurred  time.Time
@@ -135,12 +154,12 @@ func ScanReadyEvents(rows *sql.Rows, err error) (events []Event, last ReadyCurso
 		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
 			&raw.Payload, &raw.Headers, &raw.Fields, UTC(&occurred), &attempts, &prevClass, &bucket,
 			UTC(&last.NextAttemptAt)); err != nil {
-			return Event{}, err
+			return err
 		}
-		e := raw.Decode()
+		*e = raw.Decode()
 		e.OccurredAt, e.Attempts, e.PreviousErrorClass, e.Bucket = occurred, attempts, prevClass, bucket
 		last.OccurredAt, last.ID = e.OccurredAt, e.ID
-		return e, nil
+		return nil
 	})
 	if err != nil {
 		return nil, ReadyCursor{}, err
@@ -154,16 +173,9 @@ func ScanReadyEvents(rows *sql.Rows, err error) (events []Event, last ReadyCurso
 // now is zero when no row was found: no decision then depends on it.
 func ScanPredecessors(rows *sql.Rows, err error) (time.Time, map[SeqKey]Predecessor, error) {
 	var now time.Time
-	found := map[SeqKey]Predecessor{}
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var k SeqKey
-		var p Predecessor
-		if err := rows.Scan(UTC(&now), &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined,
-			forever(&p.NextAttempt, &p.Forever), &p.Untouched); err != nil {
-			return err
-		}
-		found[k] = p
-		return nil
+	found, err := scanMap(rows, err, func(rows *sql.Rows, k *SeqKey, p *Predecessor) error {
+		return rows.Scan(UTC(&now), &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined,
+			forever(&p.NextAttempt, &p.Forever), &p.Untouched)
 	})
 	if err != nil {
 		return time.Time{}, nil, err
@@ -186,9 +198,8 @@ func eventRowColumns(r *EventRow, more ...any) []any {
 // operator's row, see ScanEventRow, without payload and headers) and
 // closes rows.
 func ScanEventRows(rows *sql.Rows, err error) ([]EventRow, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (EventRow, error) {
-		var r EventRow
-		return r, rows.Scan(eventRowColumns(&r)...)
+	return scanAll(rows, err, func(rows *sql.Rows, r *EventRow) error {
+		return rows.Scan(eventRowColumns(r)...)
 	})
 }
 
@@ -211,9 +222,8 @@ func ScanEventRow(row *sql.Row) (EventRow, error) {
 // last error, occurred_at, quarantined_at, the count of events held
 // behind) and closes rows.
 func ScanQuarantined(rows *sql.Rows, err error) ([]QuarantinedEvent, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (QuarantinedEvent, error) {
-		var e QuarantinedEvent
-		return e, rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.Attempts,
+	return scanAll(rows, err, func(rows *sql.Rows, e *QuarantinedEvent) error {
+		return rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.Attempts,
 			&e.ErrorClass, &e.LastError, UTC(&e.OccurredAt), UTC(&e.QuarantinedAt), &e.HeldBehind)
 	})
 }
@@ -221,9 +231,8 @@ func ScanQuarantined(rows *sql.Rows, err error) ([]QuarantinedEvent, error) {
 // ScanFailures reads the rows of an event's failure log (failed_at, relay
 // id, attempt, error class, error, quarantined) and closes rows.
 func ScanFailures(rows *sql.Rows, err error) ([]FailureRecord, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (FailureRecord, error) {
-		var f FailureRecord
-		return f, rows.Scan(UTC(&f.At), &f.RelayID, &f.Attempt, &f.ErrorClass, &f.Error, &f.Quarantined)
+	return scanAll(rows, err, func(rows *sql.Rows, f *FailureRecord) error {
+		return rows.Scan(UTC(&f.At), &f.RelayID, &f.Attempt, &f.ErrorClass, &f.Error, &f.Quarantined)
 	})
 }
 
@@ -243,12 +252,11 @@ func (a *AuditRecord) setDetails(details []byte) {
 // ScanAudit reads the rows of an event's audit trail (at, actor, action,
 // event id or empty, reason or empty, details or NULL) and closes rows.
 func ScanAudit(rows *sql.Rows, err error) ([]AuditRecord, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (AuditRecord, error) {
-		var a AuditRecord
+	return scanAll(rows, err, func(rows *sql.Rows, a *AuditRecord) error {
 		var details []byte
-		err := rows.Scan(auditColumns(&a, &details)...)
+		err := rows.Scan(auditColumns(a, &details)...)
 		a.setDetails(details)
-		return a, err
+		return err
 	})
 }
 
@@ -256,12 +264,11 @@ func ScanAudit(rows *sql.Rows, err error) ([]AuditRecord, error) {
 // then an audit record's columns as ScanAudit reads them) and closes
 // rows.
 func ScanAuditEntries(rows *sql.Rows, err error) ([]AuditEntry, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (AuditEntry, error) {
-		var a AuditEntry
+	return scanAll(rows, err, func(rows *sql.Rows, a *AuditEntry) error {
 		var details []byte
 		err := rows.Scan(append([]any{&a.ID}, auditColumns(&a.AuditRecord, &details)...)...)
 		a.setDetails(details)
-		return a, err
+		return err
 	})
 }
 
@@ -270,19 +277,19 @@ func ScanAuditEntries(rows *sql.Rows, err error) ([]AuditEntry, error) {
 // headers, fields, occurred_at) and closes rows. A row that does not
 // decode stops the page: a replay re-publishes only what was published.
 func ScanReplayEvents(rows *sql.Rows, err error) ([]Event, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (Event, error) {
+	return scanAll(rows, err, func(rows *sql.Rows, e *Event) error {
 		var raw RawEvent
 		var occurred time.Time
 		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType,
 			&raw.SchemaVersion, &raw.Payload, &raw.Headers, &raw.Fields, UTC(&occurred)); err != nil {
-			return Event{}, err
+			return err
 		}
-		e := raw.Decode()
+		*e = raw.Decode()
 		if e.Defect != nil {
-			return e, fmt.Errorf("event %s: %w", e.ID, e.Defect)
+			return fmt.Errorf("event %s: %w", e.ID, e.Defect)
 		}
 		e.OccurredAt = occurred
-		return e, nil
+		return nil
 	})
 }
 
@@ -311,13 +318,12 @@ func ScanReplayCheckpoint(row *sql.Row, name string) (cp ReplayCheckpoint, found
 // ScanReplayProgress reads the rows of a dialect's ListReplayCheckpoints
 // query (name, selection, replayed, finished, updated_at) and closes rows.
 func ScanReplayProgress(rows *sql.Rows, err error) ([]ReplayProgress, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (ReplayProgress, error) {
-		var p ReplayProgress
+	return scanAll(rows, err, func(rows *sql.Rows, p *ReplayProgress) error {
 		var sel []byte
 		if err := rows.Scan(&p.Name, &sel, &p.Replayed, &p.Finished, UTC(&p.UpdatedAt)); err != nil {
-			return p, err
+			return err
 		}
-		return p, json.Unmarshal(sel, &p.Selection)
+		return json.Unmarshal(sel, &p.Selection)
 	})
 }
 
@@ -325,47 +331,35 @@ func ScanReplayProgress(rows *sql.Rows, err error) ([]ReplayProgress, error) {
 // ReadDeliveryDelays query) as durations, none below zero, and closes
 // rows.
 func ScanDelays(rows *sql.Rows, err error) ([]time.Duration, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (time.Duration, error) {
+	return scanAll(rows, err, func(rows *sql.Rows, d *time.Duration) error {
 		var us int64
 		err := rows.Scan(&us)
-		return max(time.Duration(us)*time.Microsecond, 0), err
+		*d = max(time.Duration(us)*time.Microsecond, 0)
+		return err
 	})
 }
 
 // ScanStrings reads rows of one text column (the live relays' ids) and
 // closes rows.
 func ScanStrings(rows *sql.Rows, err error) ([]string, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (string, error) {
-		var s string
-		return s, rows.Scan(&s)
+	return scanAll(rows, err, func(rows *sql.Rows, s *string) error {
+		return rows.Scan(s)
 	})
 }
 
 // ScanBucketLeases reads the rows of the bucket table (bucket, owner or
 // empty, epoch, expires_at) and closes rows.
 func ScanBucketLeases(rows *sql.Rows, err error) ([]BucketLease, error) {
-	return scanAll(rows, err, func(rows *sql.Rows) (BucketLease, error) {
-		var l BucketLease
-		return l, rows.Scan(&l.Bucket, &l.Owner, &l.Epoch, UTC(&l.Expires))
+	return scanAll(rows, err, func(rows *sql.Rows, l *BucketLease) error {
+		return rows.Scan(&l.Bucket, &l.Owner, &l.Epoch, UTC(&l.Expires))
 	})
 }
 
 // ScanEpochs reads rows of (bucket, epoch) by bucket and closes rows.
 func ScanEpochs(rows *sql.Rows, err error) (map[int]uint64, error) {
-	epochs := map[int]uint64{}
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var b int
-		var epoch uint64
-		if err := rows.Scan(&b, &epoch); err != nil {
-			return err
-		}
-		epochs[b] = epoch
-		return nil
+	return scanMap(rows, err, func(rows *sql.Rows, b *int, epoch *uint64) error {
+		return rows.Scan(b, epoch)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return epochs, nil
 }
 
 // ScanStreamLease reads the row of a dialect's ReadStream query (the
@@ -387,18 +381,7 @@ func ScanStreamLease(row *sql.Row) (StreamLease, time.Time, error) {
 // ScanEventStates reads the rows of a dialect's ReadStates query (id,
 // published, handed over) into their states by id, and closes rows.
 func ScanEventStates(rows *sql.Rows, err error) (map[string]EventState, error) {
-	out := map[string]EventState{}
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var id string
-		var st EventState
-		if err := rows.Scan(&id, &st.Published, &st.HandedOver); err != nil {
-			return err
-		}
-		out[id] = st
-		return nil
+	return scanMap(rows, err, func(rows *sql.Rows, id *string, st *EventState) error {
+		return rows.Scan(id, &st.Published, &st.HandedOver)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
