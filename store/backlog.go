@@ -126,10 +126,10 @@ func ScanCounts(rows *sql.Rows, err error) (map[string]int64, error) {
 }
 
 // ReadBacklog measures the outbox. Under a change stream (a watermark
-// set) the untouched rows before the watermark are published, those from
-// it on are the stream's (Streaming: published or on their way), and the
-// rows in the polling path's hands are claimable on either side of it
-// (docs/design.md, section 9.4).
+// set) the untouched rows before the watermark are published (invariant
+// S2), those from it on are the stream's (Streaming: published or on their
+// way), and the rows in the polling path's hands (rule T) are claimable on
+// either side of it.
 func (s *Store) ReadBacklog(ctx context.Context) (Backlog, error) {
 	watermark, err := s.watermark(ctx)
 	if err != nil {
