@@ -300,4 +300,3 @@ func (r *drillRun) fill(v *Verification) {
 	dr.WarehouseReplays = v.WarehouseReplays
 	dr.Problems = v.Problems(5)
 }
-
