@@ -1,9 +1,3 @@
-// Package connector reads a Debezium connector's configuration (a Java
-// properties file, or Kafka Connect's JSON as its REST API takes it) into
-// what herald needs to relay the same outbox table the same way: the
-// table's mapping (migrations.Mapping) and the debezium record format's
-// settings (record.DebeziumConfig). docs/from-debezium.md lists every
-// property it reads, ignores or refuses.
 package connector
 
 import (

@@ -39,7 +39,7 @@ type DeliveryObserver interface {
 }
 
 // SourceObserver is told, when the relay starts, which source it reads:
-// SourcePoll, or SourceStream for a relay with a StreamSource; an Observer
+// SourcePoll, or SourceStream for a relay with a change-stream Source; an Observer
 // may implement it (package metrics does).
 type SourceObserver interface {
 	Started(source string)
