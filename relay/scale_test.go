@@ -62,9 +62,12 @@ func TestRelaysJoinAndLeaveDuringADrain(t *testing.T) {
 		return len(o) == 3 && o["relay-a"]+o["relay-b"]+o["relay-c"] == 64, fmt.Sprint(o)
 	})
 	start("relay-d")
-	testenv.WaitFor(t, time.Minute, "relay-d gets its share", func() (bool, string) {
+	// Every relay must hold its quarter before relay-b is killed: a relay
+	// that just released buckets it should no longer own may hold none for
+	// a turn, and a relay killed holding nothing leaves nothing to take over.
+	testenv.WaitFor(t, time.Minute, "the four relays own 16 buckets each", func() (bool, string) {
 		o := owners()
-		return o["relay-d"] >= 16, fmt.Sprint(o)
+		return len(o) == 4 && o["relay-a"] == 16 && o["relay-b"] == 16 && o["relay-c"] == 16 && o["relay-d"] == 16, fmt.Sprint(o)
 	})
 	select {
 	case <-lw.done:
