@@ -4,7 +4,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: up down reset test test-cluster build vet drill drill-postgres demo bench
+.PHONY: up down reset test test-cluster build vet drill drill-postgres demo bench test-rules
 
 up:
 	stack/up.sh
@@ -38,10 +38,28 @@ vet:
 # smoke run of every peer, 1-2 minutes, is `cd bench && go test ./...`),
 # so a change to the packages it shares with herald cannot break it unseen.
 TEST_PACKAGES ?= 4
-test: up vet
+test: up vet test-rules
 	$(GO) test $(GOTEST_FLAGS) -p $(TEST_PACKAGES) ./...
 	cd bench && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -short ./...
 	$(GO) test $(GOTEST_FLAGS) -p 1 -tags disruptive -run 'TestDisruptive' ./...
+
+# Prometheus's own tools at the version deploy/prometheus/go.mod pins (a
+# module of its own: prometheus/prometheus stays out of herald's go.mod),
+# built into bin/prometheus/ (a cold build downloads and compiles the
+# module, a few minutes; afterwards Go's cache makes it seconds).
+PROMETHEUS_BIN := $(CURDIR)/bin/prometheus
+PROMTOOL := $(PROMETHEUS_BIN)/promtool
+$(PROMTOOL): deploy/prometheus/go.mod
+	cd deploy/prometheus && GOBIN=$(PROMETHEUS_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool
+
+# The alerting and recording rules checked and run by Prometheus's rule
+# engine against synthetic series (deploy/prometheus/tests), every alert
+# with a test of its own; needs no server (about 3 s once promtool is built).
+test-rules: $(PROMTOOL)
+	$(PROMTOOL) check rules deploy/prometheus/herald-alerts.yml
+	cd deploy/prometheus/tests && $(PROMTOOL) test rules *.yml
+	@for a in $$(sed -n 's/^ *- alert: //p' deploy/prometheus/herald-alerts.yml); do \
+		grep -q "alertname=\"$$a\"" deploy/prometheus/tests/*.yml || { echo "alert $$a has no rule test"; exit 1; }; done
 
 # Replication tests on a three-broker cluster: stops and restarts brokers.
 test-cluster:

@@ -1,15 +1,10 @@
-// Package connector reads a Debezium connector's configuration (a Java
-// properties file, or Kafka Connect's JSON as its REST API takes it) into
-// what herald needs to relay the same outbox table the same way: the
-// table's mapping (migrations.Mapping) and the debezium record format's
-// settings (record.DebeziumConfig). docs/from-debezium.md lists every
-// property it reads, ignores or refuses.
 package connector
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -18,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/record"
 )
@@ -232,19 +228,69 @@ type Settings struct {
 	// Ignored lists the properties herald read and does not act on (they
 	// change nothing herald sends), sorted.
 	Ignored []string
+	// property names, per migrations.Mapping field, the property that
+	// sets it, as the configuration writes it (with its transforms.<name>.
+	// prefix).
+	property map[string]string
+}
+
+// NameProperties returns err with each problem of a migrations.Mapping
+// field (as Validate, CheckMapping and InstallMapping report them, each
+// naming its field) named by the connector property that sets the
+// field, so that a message says
+// transforms.outbox.table.field.event.timestamp where the mapping says
+// Timestamp. Other errors are returned as they are.
+func (s Settings) NameProperties(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *config.Error
+	if errors.As(err, &fe) && fe == err {
+		if p, ok := s.property[fe.Field]; ok {
+			return &config.Error{Field: p, Msg: fe.Msg}
+		}
+		return err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts := j.Unwrap()
+		renamed := make([]error, len(parts))
+		for i, e := range parts {
+			renamed[i] = s.NameProperties(e)
+		}
+		return errors.Join(renamed...)
+	}
+	inner := errors.Unwrap(err)
+	if inner == nil {
+		return err
+	}
+	// A wrapping "context: %w": the context kept, the wrapped error named.
+	prefix, ok := strings.CutSuffix(err.Error(), inner.Error())
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("%s%w", prefix, s.NameProperties(inner))
 }
 
 // Interpret turns props into Settings, or reports every property herald
 // cannot honour at once, each naming the property.
 func Interpret(props Properties) (Settings, error) {
-	router, prefix := routerProperties(props)
-	var problems []string
+	router, prefix, problems := routerProperties(props)
 	bad := func(key, format string, args ...any) {
 		problems = append(problems, prefix+key+": "+fmt.Sprintf(format, args...))
 	}
 	get := func(key string) string { return strings.TrimSpace(router[key]) }
 
 	var s Settings
+	s.property = map[string]string{
+		"ID": prefix + "table.field.event.id", "AggregateID": prefix + "table.field.event.key",
+		"EventType": prefix + "table.field.event.type", "Payload": prefix + "table.field.event.payload",
+		"AggregateType": prefix + "route.by.field", "Timestamp": prefix + "table.field.event.timestamp",
+		"SchemaVersion": prefix + "table.field.event.schema.version", "Headers": "herald.field.event.headers",
+		"Fields": prefix + "table.fields.additional.placement", "Table": "table.include.list",
+	}
+	if strings.TrimSpace(props["herald.table"]) != "" {
+		s.property["Table"] = "herald.table"
+	}
 	m := &s.Mapping
 	m.ID, m.AggregateID, m.EventType, m.Payload = get("table.field.event.id"), get("table.field.event.key"),
 		get("table.field.event.type"), get("table.field.event.payload")
@@ -312,6 +358,13 @@ func Interpret(props Properties) (Settings, error) {
 	if d.ValueConverter, err = converterOf(props, "value"); err != nil {
 		problems = append(problems, err.Error())
 	}
+	if m.Table != "" {
+		if err := s.NameProperties(m.Validate()); err != nil {
+			for _, leaf := range config.Leaves(err) {
+				problems = append(problems, leaf.Error())
+			}
+		}
+	}
 	if len(problems) > 0 {
 		return Settings{}, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
@@ -325,18 +378,66 @@ func Interpret(props Properties) (Settings, error) {
 }
 
 // routerProperties returns the Outbox Event Router's properties, keys
-// without their transforms.<name>. prefix, and that prefix: a connector's
-// configuration names the router's transform (transforms=outbox,
-// transforms.outbox.type=...EventRouter); a file of herald's may give the
-// router's keys bare.
-func routerProperties(props Properties) (Properties, string) {
-	prefix := ""
+// without their transforms.<name>. prefix, that prefix, and what keeps
+// herald from reading them as Debezium would. A connector's configuration
+// (one with connector.class or a transforms key) routes its records
+// through the router only if transforms= declares it (transforms=outbox,
+// transforms.outbox.type=...EventRouter): herald requires exactly one
+// such alias, whatever it is called, and refuses keys under an alias
+// transforms= does not declare, which Kafka Connect would never read. A
+// file of herald's (neither key) may give the router's keys bare.
+func routerProperties(props Properties) (Properties, string, []string) {
+	var declared, routers, problems []string
 	for _, name := range strings.Split(props["transforms"], ",") {
-		name = strings.TrimSpace(name)
-		if name != "" && strings.TrimSpace(props["transforms."+name+".type"]) == eventRouterType {
-			prefix = "transforms." + name + "."
-			break
+		if name = strings.TrimSpace(name); name != "" {
+			declared = append(declared, name)
 		}
+	}
+	for _, name := range declared {
+		switch class := strings.TrimSpace(props["transforms."+name+".type"]); class {
+		case eventRouterType:
+			routers = append(routers, name)
+		case "":
+			problems = append(problems, fmt.Sprintf("transforms.%s.type: missing (transforms= declares %s; the Outbox Event Router's is %s)",
+				name, name, eventRouterType))
+		}
+	}
+	connectorForm := props["connector.class"] != ""
+	var undeclared []string
+	for key := range props {
+		if key == "transforms" {
+			connectorForm = true
+		}
+		alias, _, ok := strings.Cut(strings.TrimPrefix(key, "transforms."), ".")
+		if !strings.HasPrefix(key, "transforms.") || !ok {
+			continue
+		}
+		connectorForm = true
+		if !slices.Contains(declared, alias) {
+			undeclared = append(undeclared, key)
+		}
+	}
+	slices.Sort(undeclared)
+	for _, key := range undeclared {
+		alias, _, _ := strings.Cut(strings.TrimPrefix(key, "transforms."), ".")
+		problems = append(problems, fmt.Sprintf("%s: transforms= does not declare %s, so Kafka Connect never reads it (add %s to transforms=)",
+			key, alias, alias))
+	}
+	prefix := ""
+	switch {
+	case len(routers) == 1:
+		prefix = "transforms." + routers[0] + "."
+	case len(routers) > 1:
+		problems = append(problems, fmt.Sprintf("transforms: %s are each an Outbox Event Router; herald relays one table through one",
+			strings.Join(routers, ", ")))
+	case connectorForm:
+		listed := "declares no transform"
+		if len(declared) > 0 {
+			listed = fmt.Sprintf("declares %s, none of type %s", strings.Join(declared, ", "), eventRouterType)
+		}
+		problems = append(problems, fmt.Sprintf("transforms: no Outbox Event Router: transforms= %s, so Debezium would send "+
+			"this connector's change events, not its outbox's (add transforms=outbox and transforms.outbox.type=%s)",
+			listed, eventRouterType))
 	}
 	router := Properties{}
 	for _, key := range routerKeys {
@@ -346,7 +447,7 @@ func routerProperties(props Properties) (Properties, string) {
 			router[key] = v
 		}
 	}
-	return router, prefix
+	return router, prefix, problems
 }
 
 // tableOf names the foreign table: herald.table, or the one entry of

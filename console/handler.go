@@ -111,7 +111,15 @@ func (h *Handler) parseTemplates() error {
 func (h *Handler) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		// The assets, never a listing of them: a directory is not found.
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	m.HandleFunc("GET /readyz", h.readyz)
 	m.HandleFunc("GET /login", h.loginPage)
@@ -340,12 +348,21 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext keeps a post-login destination inside the console: a path of
-// it, never another site.
+// it, never another site, its path and query encoded again so that the
+// Location header carries no character a URL may not hold.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
 		return "/"
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return "/"
+	}
+	out := u.EscapedPath()
+	if u.RawQuery != "" {
+		out += "?" + u.Query().Encode()
+	}
+	return out
 }
 
 // Helpers of the templates.

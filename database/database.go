@@ -1,9 +1,3 @@
-// Package database turns a database address into a connection pool and
-// its herald dialect, in one place for every command of the herald binary
-// and for the examples: a postgres:// or postgresql:// URL is PostgreSQL, a
-// mysql:// (or mariadb://) URL is MySQL/MariaDB written as a URL, anything
-// else a MySQL/MariaDB DSN in the driver's form. Every address must name
-// its database: herald's tables live in one.
 package database
 
 import (

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,10 @@ const (
 	HeaderCloudEventsType        = "ce_type"
 	HeaderCloudEventsTime        = "ce_time"
 	HeaderCloudEventsSpecVersion = "ce_specversion"
+	// HeaderCloudEventsSchemaVersion carries herald's schemaversion
+	// extension attribute, the event's schema version (docs/contracts.md,
+	// section 9): Message.Version.
+	HeaderCloudEventsSchemaVersion = "ce_schemaversion"
 	// HeaderContentType is the Kafka binding's content-type header; the
 	// value ContentTypeCloudEventsJSON marks a structured-mode record.
 	HeaderContentType = "content-type"
@@ -168,6 +173,13 @@ func decodeBinary(rec *kgo.Record) (envelope.Envelope, error) {
 	}
 	e := envelope.Envelope{EventID: id, Data: rec.Value}
 	e.Type, _ = lastHeader(rec, HeaderCloudEventsType)
+	if s, ok := lastHeader(rec, HeaderCloudEventsSchemaVersion); ok {
+		v, err := strconv.ParseUint(s, 10, 16)
+		if err != nil {
+			return envelope.Envelope{}, malformed(FormatCloudEvents, id, "header %s %.20q is not a schema version (0 to 65535)", HeaderCloudEventsSchemaVersion, s)
+		}
+		e.Version = uint16(v)
+	}
 	if s, ok := lastHeader(rec, HeaderCloudEventsTime); ok && s != "" {
 		at, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
@@ -180,12 +192,15 @@ func decodeBinary(rec *kgo.Record) (envelope.Envelope, error) {
 
 // structuredEvent is the part of a JSON CloudEvent the inbox reads.
 type structuredEvent struct {
-	SpecVersion string          `json:"specversion"`
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	Time        string          `json:"time"`
-	Data        json.RawMessage `json:"data"`
-	DataBase64  *string         `json:"data_base64"`
+	SpecVersion string `json:"specversion"`
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Time        string `json:"time"`
+	// SchemaVersion is herald's schemaversion extension: a JSON number,
+	// or a string as other writers may give an extension.
+	SchemaVersion json.RawMessage `json:"schemaversion"`
+	Data          json.RawMessage `json:"data"`
+	DataBase64    *string         `json:"data_base64"`
 }
 
 // decodeStructured reads a structured-mode value: one JSON CloudEvent.
@@ -205,6 +220,13 @@ func decodeStructured(value []byte) (envelope.Envelope, error) {
 		return envelope.Envelope{}, malformed(FormatCloudEvents, ev.ID, "specversion %.20q: only %s is read", ev.SpecVersion, cloudEventsSpecVersion)
 	}
 	e := envelope.Envelope{EventID: ev.ID, Type: ev.Type, Data: ev.Data}
+	if len(ev.SchemaVersion) > 0 && string(ev.SchemaVersion) != "null" {
+		v, err := strconv.ParseUint(strings.Trim(string(ev.SchemaVersion), `"`), 10, 16)
+		if err != nil {
+			return envelope.Envelope{}, malformed(FormatCloudEvents, ev.ID, "schemaversion %.20s is not a schema version (0 to 65535)", ev.SchemaVersion)
+		}
+		e.Version = uint16(v)
+	}
 	if ev.Time != "" {
 		at, err := time.Parse(time.RFC3339Nano, ev.Time)
 		if err != nil {

@@ -16,7 +16,9 @@ type Message struct {
 	// (CloudEvents' time, else zero) and Data, the event's data as raw
 	// bytes (Debezium's value as is: with Kafka Connect's JsonConverter a
 	// payload written as text is a JSON string literal, which the handler
-	// unquotes); Version is 0 and Payload nil.
+	// unquotes); Version is the schemaversion attribute with
+	// FormatCloudEvents (0 without one) and 0 with FormatDebezium; Payload
+	// is nil.
 	envelope.Event
 	// Topic, Partition and Offset locate the record.
 	Topic     string

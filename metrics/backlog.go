@@ -41,6 +41,7 @@ type Backlog struct {
 	slotLag      *prometheus.GaugeVec
 	slotSafe     *prometheus.GaugeVec
 	slotActive   *prometheus.GaugeVec
+	slotLost     *prometheus.GaugeVec
 }
 
 // NewBacklog registers the backlog gauges on reg; Run fills them every
@@ -75,6 +76,8 @@ func NewBacklog(reg prometheus.Registerer, reader BacklogReader, interval time.D
 			"WAL the slot may still retain before max_slot_wal_keep_size invalidates it (-1: no limit), by slot.", "slot"),
 		slotActive: f.gaugeVec("herald_stream_slot_active",
 			"1 while a connection streams from the slot, else 0, by slot.", "slot"),
+		slotLost: f.gaugeVec("herald_stream_slot_invalidated",
+			"1 when the server invalidated the slot (wal_status lost: past max_slot_wal_keep_size), else 0, by slot.", "slot"),
 	}
 }
 
@@ -134,7 +137,7 @@ func (b *Backlog) sampleSlots(ctx context.Context) {
 		}
 		return
 	}
-	for _, v := range []*prometheus.GaugeVec{b.slotRetained, b.slotLag, b.slotSafe, b.slotActive} {
+	for _, v := range []*prometheus.GaugeVec{b.slotRetained, b.slotLag, b.slotSafe, b.slotActive, b.slotLost} {
 		v.Reset()
 	}
 	for _, s := range slots {
@@ -146,5 +149,10 @@ func (b *Backlog) sampleSlots(ctx context.Context) {
 			active = 1
 		}
 		b.slotActive.WithLabelValues(s.Name).Set(active)
+		lost := 0.0
+		if s.Lost() {
+			lost = 1
+		}
+		b.slotLost.WithLabelValues(s.Name).Set(lost)
 	}
 }

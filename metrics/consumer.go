@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/herald-outbox/herald/envelope"
+	"github.com/herald-outbox/herald/inbox"
 	"github.com/herald-outbox/herald/kafka"
 )
 
@@ -27,7 +29,7 @@ type Consumer struct {
 // value of their consumer label.
 func NewConsumer(reg prometheus.Registerer, consumer string) *Consumer {
 	f := factory{reg}
-	return &Consumer{
+	m := &Consumer{
 		name: consumer,
 		processed: f.counterVec("herald_consumer_processed_total",
 			"Records whose inbox transaction committed (first deliveries).", "consumer", "topic"),
@@ -41,17 +43,28 @@ func NewConsumer(reg prometheus.Registerer, consumer string) *Consumer {
 			"Handler run time of a successful attempt.", prometheus.ExponentialBuckets(0.0001, 2, 16), "consumer").
 			WithLabelValues(consumer),
 	}
+	// The dead-letter alert takes increase(): a class's first record must
+	// move its series from 0, not create it at 1.
+	for _, class := range []string{envelope.ClassMalformed, envelope.ClassMissingID, envelope.ClassUnknownType,
+		envelope.ClassUnsupportedVersion, inbox.ClassHandler} {
+		m.dlq.WithLabelValues(consumer, class)
+	}
+	return m
 }
 
 // Processed implements inbox.Observer.
 func (m *Consumer) Processed(topic string, _ int32, handlerLatency time.Duration) {
 	m.processed.WithLabelValues(m.name, topic).Inc()
+	// The duplicate rate's series exists from the topic's first record, at
+	// 0, so the dashboard and rate() show a quiet consumer's 0.
+	m.duplicates.WithLabelValues(m.name, topic)
 	m.handler.Observe(handlerLatency.Seconds())
 }
 
 // Duplicate implements inbox.Observer.
 func (m *Consumer) Duplicate(topic string, _ int32) {
 	m.duplicates.WithLabelValues(m.name, topic).Inc()
+	m.processed.WithLabelValues(m.name, topic)
 }
 
 // DeadLettered implements inbox.Observer.

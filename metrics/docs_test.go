@@ -54,6 +54,12 @@ func (fixedBacklog) ReadBacklog(context.Context) (store.Backlog, error) {
 	return store.Backlog{Ready: 1, OldestReadyAge: time.Second}, nil
 }
 
+// ReplicationSlots gives the slots' gauges a slot to show.
+func (fixedBacklog) ReplicationSlots(context.Context) ([]store.ReplicationSlot, bool, error) {
+	return []store.ReplicationSlot{{Name: "herald_app", Active: true, RetainedBytes: 1 << 20, SafeWALBytes: -1,
+		WALStatus: "reserved"}}, true, nil
+}
+
 // TestDocumentedMetricsAreExported: every series docs/metrics.md lists is
 // exported with exactly the documented labels, and nothing undocumented is.
 func TestDocumentedMetricsAreExported(t *testing.T) {
@@ -68,9 +74,13 @@ func TestDocumentedMetricsAreExported(t *testing.T) {
 	relay.PublishedBatch(time.Millisecond, 3)
 	relay.Failed("timeout", false)
 	relay.Settled(store.Settled{Published: 3})
+	relay.Started("poll")
+	relay.Swept(true, 3)
+	cleanup := metrics.NewCleanup(reg)
+	cleanup.CleanedUp(store.CleanupReport{Events: 3}, nil)
 	backlog := metrics.NewBacklog(reg, fixedBacklog{}, time.Hour, nil)
 	metrics.SampleBacklog(context.Background(), backlog)
-	checkDocumented(t, reg, "herald_relay_", "herald_outbox_")
+	checkDocumented(t, reg, "herald_relay_", "herald_outbox_", "herald_cleanup_", "herald_stream_")
 }
 
 // checkDocumented compares the series of reg whose names start with one of

@@ -32,6 +32,8 @@ type Relay struct {
 	failures        *prometheus.CounterVec
 	quarantined     prometheus.Counter
 	configuration   *prometheus.GaugeVec
+	info            *prometheus.GaugeVec
+	sweeps          *prometheus.CounterVec
 }
 
 // NewRelay registers the relay's collectors on reg.
@@ -74,9 +76,23 @@ func NewRelay(reg prometheus.Registerer) *Relay {
 		quarantined: f.counter("herald_relay_quarantined_total", "Events quarantined by this relay."),
 		configuration: f.gaugeVec("herald_relay_configuration_failure",
 			"1 while a Kafka configuration failure of this class (authentication, tls, authorization, configuration) stops publishing.", "class"),
+		info: f.gaugeVec("herald_relay_info",
+			"1, labelled with the source this relay reads: poll or stream (binlog, WAL).", "source"),
+		sweeps: f.counterVec("herald_relay_stream_sweeps_total",
+			"Sweeps of the outbox through the polling path before streaming, by reason: start (no checkpoint yet) or position_lost (the checkpoint was no longer on the server).", "reason"),
 	}
 	for _, class := range kafka.ConfigurationClasses() {
 		m.configuration.WithLabelValues(class).Set(0)
+	}
+	// Every series an alert takes increase() of starts at 0: a counter that
+	// appears at 1 shows Prometheus no increase.
+	for _, class := range kafka.Classes() {
+		if !kafka.IsConfiguration(class) {
+			m.failures.WithLabelValues(class)
+		}
+	}
+	for _, reason := range []string{sweepStart, sweepPositionLost} {
+		m.sweeps.WithLabelValues(reason)
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_relay_stream_checkpoint_age_seconds",
 		Help: "Time since this relay last moved the change stream's checkpoint (0 before it did)."},
@@ -154,6 +170,27 @@ func (m *Relay) ConfigurationFailure(class string) {
 		}
 		m.configuration.WithLabelValues(c).Set(v)
 	}
+}
+
+// Started implements relay.SourceObserver.
+func (m *Relay) Started(source string) {
+	m.info.Reset()
+	m.info.WithLabelValues(source).Set(1)
+}
+
+// The reason label of herald_relay_stream_sweeps_total.
+const (
+	sweepStart        = "start"         // the stream had no checkpoint yet
+	sweepPositionLost = "position_lost" // a purged binlog, a dropped or invalidated slot
+)
+
+// Swept implements relay.SweepObserver.
+func (m *Relay) Swept(positionLost bool, _ int) {
+	reason := sweepStart
+	if positionLost {
+		reason = sweepPositionLost
+	}
+	m.sweeps.WithLabelValues(reason).Inc()
 }
 
 // Settled implements relay.Observer.

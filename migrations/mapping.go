@@ -99,8 +99,13 @@ func (m Mapping) Validate() error {
 		errs.Add("Table", "is required")
 	}
 	check("Table", m.Table)
-	if strings.HasPrefix(m.Table, "outbox_") || strings.HasPrefix(m.Table, "herald_") {
-		errs.Add("Table", "%q is one of herald's own tables' names", m.Table)
+	// Only a true collision: herald's schema puts its tables in the
+	// foreign table's database, so a table of one of their names cannot
+	// be both. Any other name (outbox_messages, herald_x) is the team's.
+	if tables := Herald.Tables(); slices.Contains(tables, m.Table) {
+		errs.Add("Table", "%q is one of herald's own tables, which herald's schema puts in this database beside yours (%s); "+
+			"herald copies a table of any other name: rename yours first (docs/from-debezium.md, \"Your table's name\")",
+			m.Table, strings.Join(tables, ", "))
 	}
 	seen := map[string]string{}
 	for _, c := range m.columns() {
@@ -109,7 +114,7 @@ func (m Mapping) Validate() error {
 			continue
 		}
 		if other, ok := seen[c.name]; ok && c.field != "Fields" {
-			errs.Add(c.field, "column %s is already %s", c.name, other)
+			errs.Add(c.field, "column %s already holds %s", c.name, fieldMeaning[other])
 		}
 		seen[c.name] = c.field
 	}
@@ -119,6 +124,14 @@ func (m Mapping) Validate() error {
 		}
 	}
 	return errs.Err()
+}
+
+// fieldMeaning says what each mapped field's column holds, in words: a
+// message names it so, not by the Go field a connector's reader renames.
+var fieldMeaning = map[string]string{
+	"ID": "the event id", "AggregateType": "the aggregate type", "AggregateID": "the aggregate id",
+	"EventType": "the event type", "SchemaVersion": "the schema version", "Payload": "the payload",
+	"Headers": "the headers", "Timestamp": "the event's time",
 }
 
 // mappedColumn is one column of a mapping: the Mapping field naming it,
@@ -221,32 +234,60 @@ var allowedKinds = map[string][]string{
 	"Fields":        {kindText, kindUUID, kindInteger, kindBoolean},
 }
 
-// InstallMapping makes herald relay a foreign outbox table: it checks the
-// table and its columns against m, creates (or replaces) the trigger that
-// copies every inserted row into outbox_events in the writer's
-// transaction, and records m in outbox_mappings. herald's own migrations
-// must be applied first. A mapping the table does not fit changes nothing
-// and names every problem at once. On MariaDB the trigger is replaced in
-// one statement (CREATE OR REPLACE), on PostgreSQL in one transaction; on
-// MySQL, which has neither, under LOCK TABLES, so no insert falls between
-// the old trigger and the new one.
-func InstallMapping(ctx context.Context, db *sql.DB, m Mapping) error {
+// CheckMapping checks, writing nothing, everything InstallMapping checks
+// of m and the table it names: its fields, the table, its columns and
+// their kinds and, on MySQL and MariaDB, its engine and the account's
+// right to create its trigger. It does not need herald's schema, so a
+// caller runs it before herald's migrations: a mapping that does not fit
+// then changes nothing at all. Problems of a field are *config.Error
+// naming it (Table for a table that does not exist).
+func CheckMapping(ctx context.Context, db *sql.DB, m Mapping) error {
+	_, _, err := m.check(ctx, db)
+	return err
+}
+
+// check is CheckMapping's: it returns the server's kind and the table's
+// columns as well.
+func (m Mapping) check(ctx context.Context, db *sql.DB) (string, map[string]column, error) {
 	if err := m.Validate(); err != nil {
-		return fmt.Errorf("mapping: %w", err)
+		return "", nil, fmt.Errorf("mapping: %w", err)
 	}
 	m = m.WithDefaults()
 	kind, err := serverKind(ctx, db)
 	if err != nil {
-		return err
-	}
-	if err := Herald.Check(ctx, db); err != nil {
-		return err
+		return "", nil, err
 	}
 	cols, err := tableColumns(ctx, db, kind, m.Table)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	if err := m.fits(kind, cols); err != nil {
+		return "", nil, err
+	}
+	if kind == serverMySQL {
+		if err := m.checkMySQL(ctx, db); err != nil {
+			return "", nil, err
+		}
+	}
+	return kind, cols, nil
+}
+
+// InstallMapping makes herald relay a foreign outbox table: it checks the
+// table and its columns against m (CheckMapping), creates (or replaces)
+// the trigger that copies every inserted row into outbox_events in the
+// writer's transaction, and records m in outbox_mappings. herald's own
+// migrations must be applied first. A mapping the table does not fit
+// changes nothing and names every problem at once. On MariaDB the trigger
+// is replaced in one statement (CREATE OR REPLACE), on PostgreSQL in one
+// transaction; on MySQL, which has neither, under LOCK TABLES, so no
+// insert falls between the old trigger and the new one.
+func InstallMapping(ctx context.Context, db *sql.DB, m Mapping) error {
+	kind, cols, err := m.check(ctx, db)
+	if err != nil {
+		return err
+	}
+	m = m.WithDefaults()
+	if err := Herald.Check(ctx, db); err != nil {
 		return err
 	}
 	record, err := json.Marshal(m)
@@ -313,7 +354,9 @@ func tableColumns(ctx context.Context, db *sql.DB, kind, table string) (map[stri
 		if kind == serverPostgres {
 			where = "this schema"
 		}
-		return nil, fmt.Errorf("mapping: table %s does not exist in %s (the foreign table must be in herald's database)", table, where)
+		var errs config.Errors
+		errs.Add("Table", "table %s does not exist in %s (the foreign table must be in herald's database)", table, where)
+		return nil, fmt.Errorf("mapping: %w", errs.Err())
 	}
 	return cols, nil
 }
@@ -330,7 +373,9 @@ func (m Mapping) lengthChecks() []mappedColumn {
 	return out
 }
 
-func installMySQL(ctx context.Context, db *sql.DB, m Mapping, cols map[string]column, record []byte) error {
+// checkMySQL checks what MySQL and MariaDB need of the table and the
+// account: InnoDB, and the right to create a trigger.
+func (m Mapping) checkMySQL(ctx context.Context, db *sql.DB) error {
 	var engine string
 	err := db.QueryRowContext(ctx, `SELECT COALESCE(engine, '') FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name = ?`, m.Table).Scan(&engine)
@@ -338,7 +383,9 @@ func installMySQL(ctx context.Context, db *sql.DB, m Mapping, cols map[string]co
 		return fmt.Errorf("read the engine of %s: %w", m.Table, err)
 	}
 	if !strings.EqualFold(engine, "InnoDB") {
-		return fmt.Errorf("mapping: table %s is %s; its rows and their copies must commit together, which needs InnoDB", m.Table, engine)
+		var errs config.Errors
+		errs.Add("Table", "table %s is %s; its rows and their copies must commit together, which needs InnoDB", m.Table, engine)
+		return fmt.Errorf("mapping: %w", errs.Err())
 	}
 	srv, err := readTriggerServer(ctx, db)
 	if err != nil {
@@ -351,6 +398,10 @@ func installMySQL(ctx context.Context, db *sql.DB, m Mapping, cols map[string]co
 			"server's configuration), or GRANT SUPER ON *.* TO %s; then run herald migrate up --mapping again",
 			ErrTriggerPrivilege, srv.account, srv.account)
 	}
+	return nil
+}
+
+func installMySQL(ctx context.Context, db *sql.DB, m Mapping, cols map[string]column, record []byte) error {
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return err

@@ -61,7 +61,7 @@ func testInstallMapping(t *testing.T, server testenv.Server) {
 		{"a time as an additional field", migrations.Mapping{Table: "outbox", Fields: []string{"created"}}, []string{"Fields: column outbox.created is"}},
 		{"a name herald will not quote", migrations.Mapping{Table: "outbox", ID: "id`; DROP TABLE x"}, []string{"ID: \"id`; DROP TABLE x\" is not a column"}},
 		{"herald's own table", migrations.Mapping{Table: "outbox_events"}, []string{"one of herald's own tables"}},
-		{"one column twice", migrations.Mapping{Table: "outbox", AggregateID: "type"}, []string{"EventType: column type is already AggregateID"}},
+		{"one column twice", migrations.Mapping{Table: "outbox", AggregateID: "type"}, []string{"EventType: column type already holds the aggregate id"}},
 		{"no table", migrations.Mapping{}, []string{"Table: is required"}},
 	} {
 		err := migrations.InstallMapping(ctx, d.DB, tt.m)

@@ -1,13 +1,3 @@
-// Package migrations holds herald's versioned schema (embedded SQL applied
-// with pressly/goose), one set of files per database (sql/ for MySQL and
-// MariaDB, postgres/ for PostgreSQL, the same versions and logical schema),
-// and the small runner the examples reuse for their own tables.
-//
-// The runner asks the server which database it is, so one call serves both.
-// Applying is idempotent and safe to run from several processes at once (a
-// MySQL named lock, or a PostgreSQL advisory lock, serializes them). A
-// database whose schema is newer than the running binary is refused, so an
-// old relay never runs against tables it does not understand.
 package migrations
 
 import (
@@ -18,6 +8,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,6 +119,38 @@ func (s Set) Up(ctx context.Context, db *sql.DB) ([]int64, error) {
 		return nil
 	})
 	return applied, err
+}
+
+// createTable and dropTable find the tables a migration creates and drops.
+var (
+	createTable = regexp.MustCompile("(?i)\\bCREATE\\s+TABLE\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?[`\"]?([A-Za-z_][A-Za-z0-9_$]*)")
+	dropTable   = regexp.MustCompile("(?i)\\bDROP\\s+TABLE\\s+(?:IF\\s+EXISTS\\s+)?[`\"]?([A-Za-z_][A-Za-z0-9_$]*)")
+)
+
+// Tables lists, sorted, the tables s's migrations leave in a database,
+// on either server, and s.Table, where the applied versions are kept.
+func (s Set) Tables() []string {
+	tables := map[string]bool{s.Table: true}
+	for _, fsys := range []fs.FS{s.FS, s.PostgresFS} {
+		if fsys == nil {
+			continue
+		}
+		files, _ := fs.Glob(fsys, "*.sql") // goose's order: the versions' zero-padded names sort
+		for _, name := range files {
+			text, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				continue
+			}
+			up := upSection(text)
+			for _, m := range createTable.FindAllSubmatch(up, -1) {
+				tables[string(m[1])] = true
+			}
+			for _, m := range dropTable.FindAllSubmatch(up, -1) {
+				delete(tables, string(m[1]))
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(tables))
 }
 
 // Status reports which migrations of s are applied to db.

@@ -1,11 +1,13 @@
 // Package outbox is herald's write path: it adds events to the caller's own
 // database transaction, so the business change and its events commit
 // together or not at all. It needs only the standard library's database/sql
-// and a MySQL or MariaDB driver; the relay (package relay) publishes the
-// committed events to Kafka afterwards.
+// and your database's driver (MySQL or MariaDB, or PostgreSQL through pgx's
+// stdlib); the relay (package relay) publishes the committed events to
+// Kafka afterwards. Start at Writer.Add.
 //
 // Apply herald's schema first (`herald migrate up`, or migrations.Herald.Up).
-// Then, inside your transaction:
+// Then, inside your transaction (on MySQL; on PostgreSQL the placeholders
+// are $1, $2 and the order's id comes from INSERT ... RETURNING id):
 //
 //	w, err := outbox.NewWriter(outbox.Config{Dialect: mysql.Dialect{}})
 //	if err != nil { ... }
@@ -46,7 +48,8 @@
 // be retried as a whole.
 //
 // The Writer speaks the dialect in Config.Dialect (mysql.Dialect{} for
-// MySQL and MariaDB); it reads no setting of your connection's session. On
-// MySQL, add interpolateParams=true to a busy service's DSN: each statement
-// is then one round trip instead of a prepare and an execute.
+// MySQL and MariaDB, postgres.Dialect{} for PostgreSQL); it reads no
+// setting of your connection's session. On MySQL, add
+// interpolateParams=true to a busy service's DSN: each statement is then
+// one round trip instead of a prepare and an execute.
 package outbox

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -58,10 +59,14 @@ const (
 	ceStructuredType    = "application/cloudevents+json"
 	// ceSourcePlaceholder is the one placeholder Source may hold.
 	ceSourcePlaceholder = "{aggregate_type}"
+	// ceSchemaVersion is the extension attribute (an Integer) that carries
+	// the event's schema version, by which consumers parse its data:
+	// extension names are lowercase a-z0-9 (spec.md, section 3.1.1).
+	ceSchemaVersion = "schemaversion"
 )
 
 // ceAttributes are the attributes every record carries.
-var ceAttributes = []string{"specversion", "id", "source", "type", "subject", "time", "datacontenttype"}
+var ceAttributes = []string{"specversion", "id", "source", "type", "subject", "time", "datacontenttype", ceSchemaVersion}
 
 // cePlaceholder finds what looks like a placeholder in Source.
 var cePlaceholder = regexp.MustCompile(`\{[^{}]*\}`)
@@ -137,6 +142,7 @@ type ceEvent struct {
 	Subject         string          `json:"subject"`
 	Time            string          `json:"time"`
 	DataContentType string          `json:"datacontenttype"`
+	SchemaVersion   uint16          `json:"schemaversion,omitempty"`
 	Data            json.RawMessage `json:"data"`
 }
 
@@ -192,6 +198,7 @@ func (c *cloudEvents) event(e store.Event) (ceEvent, error) {
 		// dropped.
 		Time:            e.OccurredAt.UTC().Format(time.RFC3339Nano),
 		DataContentType: ceDataContentType,
+		SchemaVersion:   e.SchemaVersion,
 		Data:            e.Payload,
 	}
 	// id, source and type are required and subject present, each non-empty
@@ -222,21 +229,25 @@ func (c *cloudEvents) event(e store.Event) (ceEvent, error) {
 }
 
 // binaryHeaders returns ev's attributes as binary mode's headers: the
-// required four, subject and time as ce_* headers, then datacontenttype
-// as content-type (the binding, section 3.2).
+// required four, subject, time and the schema version (when the event has
+// one) as ce_* headers, then datacontenttype as content-type (the
+// binding, section 3.2).
 func (ev ceEvent) binaryHeaders() []kgo.RecordHeader {
 	header := func(name, value string) kgo.RecordHeader {
 		return kgo.RecordHeader{Key: name, Value: []byte(value)}
 	}
-	return []kgo.RecordHeader{
+	headers := []kgo.RecordHeader{
 		header(ceHeaderPrefix+"specversion", ev.SpecVersion),
 		header(ceHeaderPrefix+"id", ev.ID),
 		header(ceHeaderPrefix+"source", ev.Source),
 		header(ceHeaderPrefix+"type", ev.Type),
 		header(ceHeaderPrefix+"subject", ev.Subject),
 		header(ceHeaderPrefix+"time", ev.Time),
-		header(ceContentTypeHeader, ev.DataContentType),
 	}
+	if ev.SchemaVersion > 0 {
+		headers = append(headers, header(ceHeaderPrefix+ceSchemaVersion, strconv.Itoa(int(ev.SchemaVersion))))
+	}
+	return append(headers, header(ceContentTypeHeader, ev.DataContentType))
 }
 
 // expandSource returns the source attribute of aggregateType's events:

@@ -91,6 +91,7 @@ func TestCloudEventsEncode(t *testing.T) {
 			header("ce_type", typ),
 			header("ce_subject", subject),
 			header("ce_time", time),
+			header("ce_schemaversion", "2"),
 			header("content-type", "application/json"),
 		}
 	}
@@ -114,7 +115,7 @@ func TestCloudEventsEncode(t *testing.T) {
 			name:        "structured",
 			cfg:         CloudEventsConfig{Mode: CloudEventsStructured},
 			wantKey:     "order-42",
-			wantValue:   `{"specversion":"1.0","id":"` + id + `","source":"/herald/order","type":"order.placed","subject":"order-42","time":"` + at + `","datacontenttype":"application/json","data":{"total":12.5,"note":"<gift>","items":["a","b"]}}`,
+			wantValue:   `{"specversion":"1.0","id":"` + id + `","source":"/herald/order","type":"order.placed","subject":"order-42","time":"` + at + `","datacontenttype":"application/json","schemaversion":2,"data":{"total":12.5,"note":"<gift>","items":["a","b"]}}`,
 			wantHeaders: append(slices.Clone(structured), stored...),
 		},
 		{
@@ -140,7 +141,7 @@ func TestCloudEventsEncode(t *testing.T) {
 				e.Headers = nil
 			},
 			wantKey:     "order-42",
-			wantValue:   `{"specversion":"1.0","id":"` + id + `","source":"urn:shop:orders","type":"order.placed","subject":"order-42","time":"2026-03-01T13:30:15.12Z","datacontenttype":"application/json","data":[1,null,"x"]}`,
+			wantValue:   `{"specversion":"1.0","id":"` + id + `","source":"urn:shop:orders","type":"order.placed","subject":"order-42","time":"2026-03-01T13:30:15.12Z","datacontenttype":"application/json","schemaversion":2,"data":[1,null,"x"]}`,
 			wantHeaders: structured,
 		},
 		{
@@ -166,7 +167,7 @@ func TestCloudEventsEncode(t *testing.T) {
 				e.Payload = []byte(`{}`)
 			},
 			wantKey:     "order-42",
-			wantValue:   `{"specversion":"1.0","id":"` + id + `","source":"/herald/order","type":"order.placed","subject":"order-42","time":"` + at + `","datacontenttype":"application/json","data":{}}`,
+			wantValue:   `{"specversion":"1.0","id":"` + id + `","source":"/herald/order","type":"order.placed","subject":"order-42","time":"` + at + `","datacontenttype":"application/json","schemaversion":2,"data":{}}`,
 			wantHeaders: append(slices.Clone(structured), header("tenant", "acme")),
 		},
 	} {
@@ -324,6 +325,7 @@ func sdkEvent(t *testing.T, e store.Event, data any) cloudevents.Event {
 	ev.SetType(e.EventType)
 	ev.SetSubject(e.AggregateID)
 	ev.SetTime(e.OccurredAt)
+	ev.SetExtension("schemaversion", int32(e.SchemaVersion))
 	if err := ev.SetData(cloudevents.ApplicationJSON, data); err != nil {
 		t.Fatalf("SetData: %v", err)
 	}
@@ -344,8 +346,9 @@ func TestCloudEventsSDKReadsRecords(t *testing.T) {
 	for _, tt := range []struct {
 		mode     CloudEventsMode
 		encoding binding.Encoding
-		// wantExtensions are the binding's own: in binary mode it reads
-		// the record's partition, offset and topic as extensions.
+		// wantExtensions are herald's schemaversion and the binding's own:
+		// in binary mode it reads the record's partition, offset and topic
+		// as extensions.
 		wantExtensions map[string]any
 		// force makes the SDK write in this mode.
 		force func(context.Context) context.Context
@@ -354,14 +357,15 @@ func TestCloudEventsSDKReadsRecords(t *testing.T) {
 	}{
 		{
 			mode: CloudEventsBinary, encoding: binding.EncodingBinary,
-			wantExtensions: map[string]any{"kafkapartition": "3", "kafkaoffset": "17", "kafkatopic": ceTopic},
+			wantExtensions: map[string]any{"schemaversion": "2", "kafkapartition": "3", "kafkaoffset": "17", "kafkatopic": ceTopic},
 			force:          binding.WithForceBinary,
 			sdkData:        e.Payload,
 		},
 		{
 			mode: CloudEventsStructured, encoding: binding.EncodingStructured,
-			force:   binding.WithForceStructured,
-			sdkData: json.RawMessage(e.Payload),
+			wantExtensions: map[string]any{"schemaversion": int32(2)},
+			force:          binding.WithForceStructured,
+			sdkData:        json.RawMessage(e.Payload),
 		},
 	} {
 		t.Run(string(tt.mode), func(t *testing.T) {
@@ -406,7 +410,7 @@ func TestCloudEventsSDKReadsRecords(t *testing.T) {
 				t.Errorf("decoded data %v, want %v", data, wantData)
 			}
 			if got := ev.Extensions(); !maps.EqualFunc(got, tt.wantExtensions, func(a, b any) bool { return a == b }) {
-				t.Errorf("extensions %v, want only the binding's %v", got, tt.wantExtensions)
+				t.Errorf("extensions %#v, want %#v", got, tt.wantExtensions)
 			}
 
 			// What the SDK writes for the same event: the same binding

@@ -10,11 +10,13 @@
 //     mode (ce_* headers, the payload as the value) or structured.
 //
 // Every format keeps key = aggregate id, so an aggregate's records share a
-// partition and keep their order.
+// partition and keep their order. Start at Encoder: the relay, herald
+// replay and the console's replays encode with it; FormatConfig chooses
+// the formats and ParseFormat reads their names.
 //
 //	enc, err := record.NewEncoder(record.Config{
-//		Topics: map[string]string{"order": "orders.v1"},
-//		Format: record.CloudEvents,
+//		Topics:  map[string]string{"order": "orders.v1"},
+//		Formats: record.FormatConfig{Default: record.CloudEvents},
 //	})
 //	if err != nil {
 //		return err

@@ -21,9 +21,8 @@ import (
 	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/relay"
-	"github.com/herald-outbox/herald/relay/binlogsource"
-	"github.com/herald-outbox/herald/relay/walsource"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 	"github.com/herald-outbox/herald/store/postgres/wal"
 	"github.com/herald-outbox/herald/testkit/localstack"
@@ -379,9 +378,9 @@ func runRelaysWith(b *testing.B, d *testenv.Database, brokers []string, topic st
 				pc.Linger = -1 // a stream's default: no lingering
 			}
 			if d.Server == testenv.PostgreSQL {
-				cfg.Stream, err = walsource.New(ctx, db, wal.Config{URL: d.DSN, Logger: warnLogger()})
+				cfg.Stream, err = wal.NewSource(ctx, db, wal.Config{URL: d.DSN, Config: changestream.Config{Logger: warnLogger()}})
 			} else {
-				cfg.Stream, err = binlogsource.New(ctx, db, d.DSN, warnLogger())
+				cfg.Stream, err = binlog.NewSource(ctx, db, binlog.Config{DSN: d.DSN, Config: changestream.Config{Logger: warnLogger()}})
 			}
 			if err != nil {
 				b.Fatal(err)

@@ -39,6 +39,9 @@ type CleanerConfig struct {
 	Interval time.Duration
 	// Logger receives the cleaner's logs. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Observer is told about each pass (a Service's metrics). Defaults to
+	// none.
+	Observer CleanupObserver
 }
 
 func (c CleanerConfig) withDefaults() CleanerConfig {
@@ -123,6 +126,9 @@ func (c *Cleaner) Run(ctx context.Context) error {
 
 func (c *Cleaner) runOnce(ctx context.Context) (store.CleanupReport, error) {
 	rep, err := c.store.Cleanup(ctx, c.cfg.request())
+	if c.cfg.Observer != nil && ctx.Err() == nil {
+		c.cfg.Observer.CleanedUp(rep, err)
+	}
 	if err != nil {
 		return rep, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 )
 
 // Defaults of Config's fields.
@@ -74,11 +75,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the relay's logs. Defaults to slog.Default().
 	Logger *slog.Logger
-	// Stream, when set, makes the relay a binlog relay: it competes for the
+	// Stream, when set, makes the relay a stream relay: it competes for the
 	// stream lease and, while it leads, publishes the change stream's
-	// events as they are committed (docs/design.md, section 9). Defaults to
-	// nil: the relay polls.
-	Stream StreamSource
+	// events as they are committed (docs/design.md, "Change-stream
+	// sources"; binlog.NewSource, wal.NewSource). Defaults to nil: the
+	// relay polls.
+	Stream changestream.Source
 	// Observer is told about claims, publications and failures (metrics).
 	// Defaults to none.
 	Observer Observer

@@ -1,8 +1,16 @@
 // Package relay publishes committed outbox events to Kafka: it claims them
-// in leased batches, produces them with acks=all and the idempotent
-// producer, and marks them published after the acknowledgement. Delivery is
-// at least once; per aggregate, events first reach Kafka in the order they
-// were written, with any number of relays (docs/design.md says why).
+// in batches from the buckets it leases (or, with a change-stream Source, reads
+// them from the database's change stream as they commit), produces them
+// with acks=all and the idempotent producer, and marks them published
+// after the acknowledgement. Delivery is at least once; per aggregate,
+// events first reach Kafka in the order they were written, with any number
+// of relays (docs/design.md, O1, says why).
+//
+// Start at Service (service.go), which wires everything below; Relay
+// (relay.go) is the claim-publish-settle loop, stream.go its change-stream
+// side (store/mysql/binlog and store/postgres/wal are the sources),
+// publish.go the ordered publisher, and Cleaner and Replayer the
+// background cleanup and herald replay.
 //
 // `herald relay` runs it as a process. To run it inside your own service
 // instead, give a Service your database and a producer; it wires the relay,
@@ -22,7 +30,7 @@
 //	if err != nil { ... }
 //	producer, err := kafka.NewProducer(kafka.ProducerConfig{
 //		Brokers:         []string{"127.0.0.1:9092"},
-//		DeliveryTimeout: 20 * time.Second, // inside the lease (30s by default)
+//		DeliveryTimeout: relay.LeaseDefault * 2 / 3, // well inside the lease, as herald relay sets it
 //		ClientOptions:   kafkaOpts,
 //	})
 //	if err != nil { ... }

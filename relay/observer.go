@@ -38,6 +38,27 @@ type DeliveryObserver interface {
 	Delivered(source string, delay time.Duration)
 }
 
+// SourceObserver is told, when the relay starts, which source it reads:
+// SourcePoll, or SourceStream for a relay with a change-stream Source; an Observer
+// may implement it (package metrics does).
+type SourceObserver interface {
+	Started(source string)
+}
+
+// SweepObserver is told about each sweep of the outbox through the polling
+// path before a stream starts: positionLost when the checkpoint was no
+// longer on the server (docs/design.md, section 9.6), otherwise the stream
+// had none yet; an Observer may implement it (package metrics does).
+type SweepObserver interface {
+	Swept(positionLost bool, events int)
+}
+
+// CleanupObserver is told about each cleanup pass: its report and error
+// (CleanerConfig.Observer; package metrics implements it).
+type CleanupObserver interface {
+	CleanedUp(rep store.CleanupReport, err error)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Claimed(store.Claim)               {}

@@ -121,6 +121,13 @@ func New(cfg Config, st Store, producer Producer) (*Relay, error) {
 func (r *Relay) Run(ctx context.Context) error {
 	r.log.Info("relay started", "batch_size", r.cfg.BatchSize, "lease", r.cfg.Lease.String(),
 		"order_policy", r.cfg.OrderPolicy)
+	if o, ok := r.cfg.Observer.(SourceObserver); ok {
+		source := SourcePoll
+		if r.cfg.Stream != nil {
+			source = SourceStream
+		}
+		o.Started(source)
+	}
 	for {
 		if ctx.Err() != nil {
 			if err := r.awaitSettle(); err != nil {
@@ -515,13 +522,13 @@ func (r *Relay) outcome(results []Result, source string) (outcome, *Configuratio
 			}
 			out.Failed = append(out.Failed, f)
 			r.cfg.Observer.Failed(class, quarantine)
-			level := slog.LevelWarn
+			level, retryIn := slog.LevelWarn, slog.String("retry_in", f.RetryAfter.String())
 			if quarantine {
-				level = slog.LevelError
+				level, retryIn = slog.LevelError, slog.Attr{} // no retry: an empty Attr is left out
 			}
 			r.log.Log(context.Background(), level, "publish failed",
 				"event_id", e.ID, "aggregate_type", e.AggregateType, "attempt", e.Attempts,
-				"error_class", class, "quarantined", quarantine, "retry_in", f.RetryAfter.String(),
+				"error_class", class, "quarantined", quarantine, retryIn,
 				"error", redact.Truncate(redact.Secrets(f.Message), 300))
 		}
 	}

@@ -152,6 +152,9 @@ func NewService(cfg ServiceConfig, st ServiceStore, producer ServiceProducer) (*
 		backlog: metrics.NewBacklog(reg, st, cfg.BacklogInterval, cfg.Logger),
 	}
 	if cfg.Cleaner.Retention > 0 {
+		if cfg.Cleaner.Observer == nil {
+			cfg.Cleaner.Observer = metrics.NewCleanup(reg)
+		}
 		if s.cleaner, err = NewCleaner(cfg.Cleaner, st); err != nil {
 			return nil, err
 		}

@@ -8,74 +8,8 @@ import (
 
 	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 )
-
-// StreamSource is a database's change stream (docs/design.md, section 9):
-// relay/binlogsource adapts package store/mysql/binlog to it (MariaDB,
-// MySQL), relay/walsource package store/postgres/wal (PostgreSQL), so the
-// relay depends on no dialect. relay/streamtest is the conformance suite
-// both run.
-type StreamSource interface {
-	// Head is where a stream opened now begins: every transaction that
-	// ended before Head was called lies before it, and is visible to reads
-	// that start after Head returns.
-	Head(ctx context.Context) (string, error)
-	// Open reads the transactions after position from. A position the
-	// database no longer has is ErrStreamPositionGone, from Open or from
-	// the reader's Next.
-	Open(ctx context.Context, from string) (StreamReader, error)
-	// Reached says whether position is at or past target: every
-	// transaction before target lies before position.
-	Reached(position, target string) (bool, error)
-}
-
-// StreamSweeper is a StreamSource whose Head may lie after a commit that
-// reads do not see yet (PostgreSQL writes a commit record an instant before
-// the transaction is visible): the sweep before a stream starts takes its
-// position from SweepHead instead (docs/design.md, section 9.6).
-type StreamSweeper interface {
-	// SweepHead readies the source to stream and returns a position such
-	// that every transaction before it is visible to reads that start
-	// after SweepHead returns, and every one after it is in a stream
-	// opened there.
-	SweepHead(ctx context.Context) (string, error)
-}
-
-// StreamConfirmer is a StreamReader that tells the server what the relay
-// no longer needs (PostgreSQL's slot keeps its WAL until then): the relay
-// calls Confirm with each checkpoint it saved, and only then, so the server
-// never forgets a transaction the checkpoint has not passed.
-type StreamConfirmer interface {
-	Confirm(position string)
-}
-
-// StreamReader reads a change stream.
-type StreamReader interface {
-	// Next returns the next committed transaction's outbox inserts, or a
-	// chunk of them, or a transaction without events that only moves the
-	// position.
-	Next(ctx context.Context) (StreamTx, error)
-	// Lag is how far the reader is behind the server: bytes (-1 when
-	// unknown) and seconds.
-	Lag() (bytes int64, seconds float64)
-	Close() error
-}
-
-// StreamTx is one committed transaction of a change stream, or a chunk of
-// a large one (docs/design.md, section 9.7).
-type StreamTx struct {
-	Events []store.Event
-	// Position is right after the transaction; "" for a chunk that more of
-	// its transaction follows (a position inside a transaction cannot be
-	// resumed from).
-	Position string
-}
-
-// ErrStreamPositionGone: the stream position is no longer on the server
-// (its binlogs were purged, its replication slot dropped or invalidated);
-// the relay sweeps and starts again from the head (docs/design.md,
-// section 9.6).
-var ErrStreamPositionGone = errors.New("the change stream's position is no longer on the server")
 
 // StreamObserver is told what the stream does; an Observer may implement
 // it (package metrics does).
@@ -110,8 +44,8 @@ const (
 // streamer is the open change stream of a leading relay: a goroutine
 // reading transactions into txs.
 type streamer struct {
-	reader StreamReader
-	txs    chan StreamTx
+	reader changestream.Reader
+	txs    chan changestream.Tx
 	err    chan error
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -150,7 +84,7 @@ func (s *streamer) reserve(ctx context.Context, n int) bool {
 }
 
 // take gives back the read-ahead tokens of a transaction the relay took.
-func (s *streamer) take(tx StreamTx) {
+func (s *streamer) take(tx changestream.Tx) {
 	for range min(len(tx.Events), cap(s.readAhead)) {
 		<-s.readAhead
 	}
@@ -197,10 +131,10 @@ func (r *Relay) startStream(ctx context.Context) error {
 		return nil // deposed since the turn
 	}
 	epoch, from := row.Epoch, row.Position
-	var reader StreamReader
+	var reader changestream.Reader
 	if from != "" {
 		reader, err = r.cfg.Stream.Open(ctx, from)
-		if errors.Is(err, ErrStreamPositionGone) {
+		if errors.Is(err, changestream.ErrPositionGone) {
 			r.log.Warn("the stream's checkpoint is no longer on the server; sweeping the outbox before streaming again",
 				"position", from)
 			from = ""
@@ -209,7 +143,7 @@ func (r *Relay) startStream(ctx context.Context) error {
 		}
 	}
 	if from == "" {
-		if from, err = r.sweep(ctx); err != nil {
+		if from, err = r.sweep(ctx, row.Position != ""); err != nil {
 			return err
 		}
 		if reader, err = r.cfg.Stream.Open(ctx, from); err != nil {
@@ -217,7 +151,7 @@ func (r *Relay) startStream(ctx context.Context) error {
 		}
 	}
 	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &streamer{reader: reader, txs: make(chan StreamTx, streamTxBuffer), err: make(chan error, 1),
+	s := &streamer{reader: reader, txs: make(chan changestream.Tx, streamTxBuffer), err: make(chan error, 1),
 		cancel: cancel, done: make(chan struct{}), readAhead: make(chan struct{}, streamReadAhead*r.cfg.BatchSize),
 		position: from, checkpointed: from, savedAt: time.Now()}
 	go func() {
@@ -244,11 +178,12 @@ func (r *Relay) startStream(ctx context.Context) error {
 }
 
 // sweep publishes every ready event through the polling path, after
-// taking the head the stream will start from, and checkpoints that head.
-func (r *Relay) sweep(ctx context.Context) (string, error) {
+// taking the head the stream will start from, and checkpoints that head;
+// positionLost says the checkpoint was gone from the server.
+func (r *Relay) sweep(ctx context.Context, positionLost bool) (string, error) {
 	var head string
 	var err error
-	if sw, ok := r.cfg.Stream.(StreamSweeper); ok {
+	if sw, ok := r.cfg.Stream.(changestream.Sweeper); ok {
 		head, err = sw.SweepHead(ctx)
 	} else {
 		head, err = r.cfg.Stream.Head(ctx)
@@ -279,6 +214,9 @@ func (r *Relay) sweep(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("sweep: %w", err)
 	}
 	r.log.Info("sweep done", "events", swept, "head", head)
+	if o, ok := r.cfg.Observer.(SweepObserver); ok {
+		o.Swept(positionLost, swept)
+	}
 	return head, nil
 }
 
@@ -319,7 +257,7 @@ func (r *Relay) streamBatch(ctx context.Context) (int, error) {
 	s := r.streamer
 	var events []store.Event
 	position := "" // the end of the last whole transaction taken
-	takeTx := func(tx StreamTx) {
+	takeTx := func(tx changestream.Tx) {
 		s.take(tx)
 		events = append(events, tx.Events...)
 		if tx.Position != "" {
@@ -492,7 +430,7 @@ func (r *Relay) nextCheckpoint(ctx context.Context, position string) (store.Chec
 func (r *Relay) checkpointed(cp store.Checkpoint) {
 	s := r.streamer
 	s.checkpointed, s.savedAt, s.acknowledged = cp.Position, time.Now(), 0
-	if c, ok := s.reader.(StreamConfirmer); ok {
+	if c, ok := s.reader.(changestream.Confirmer); ok {
 		c.Confirm(cp.Position)
 	}
 	if o, ok := r.cfg.Observer.(StreamObserver); ok {

@@ -20,7 +20,10 @@ type Querier interface {
 // operators' actions change the rows are decided above it, in this package.
 // A dialect that passes the conformance suite (package storetest) is a
 // database herald supports. Times it takes and returns are the database
-// clock's, in UTC, whatever the session's time zone.
+// clock's, in UTC, whatever the session's time zone. A dialect hands the
+// rows it reads to the core's scanners (ScanReadyEvents, ScanEventRow, ...,
+// in scan.go), which say the columns' order: dialects differ in their SQL
+// text, the errors they map and what truly differs, not in Go.
 type Dialect interface {
 	// Name is the dialect's short name, as in "mysql" or "postgres".
 	Name() string
@@ -32,6 +35,7 @@ type Dialect interface {
 	StreamDialect
 	SettleDialect
 	OperationsDialect
+	BacklogDialect
 	WriterDialect
 	InboxDialect
 }
@@ -131,19 +135,19 @@ type ClaimDialect interface {
 	// off, held, quarantined or discarded) of r.Buckets, in claim order
 	// (next_attempt_at, occurred_at, id), in full, with their Bucket,
 	// Attempts as stored (failed attempts) and PreviousErrorClass; without
-	// locking them. last is the position of the last row read (zero when
-	// none was).
+	// locking them (ScanReadyEvents). last is the position of the last row
+	// read (zero when none was).
 	ReadReady(ctx context.Context, q Querier, r ReadyRequest) (events []Event, last ReadyCursor, err error)
 	// BucketOf is an aggregate's bucket, as the dialect's SQL computes it
 	// (a change stream reads events without the database's help).
 	BucketOf(aggregateType, aggregateID string) int
 	// ReadEvents reads those of ids that are still ready, as ReadReady
-	// does.
+	// does (ScanReadyEvents).
 	ReadEvents(ctx context.Context, q Querier, ids []string) ([]Event, error)
 	// ReadPredecessors reads the given events without locking them. now is
 	// the database clock of the read, and may be zero when none was found
 	// (no decision then depends on it); an event that does not exist is
-	// absent from found.
+	// absent from found (ScanPredecessors).
 	ReadPredecessors(ctx context.Context, q Querier, keys []SeqKey) (now time.Time, found map[SeqKey]Predecessor, err error)
 	// Hold moves unpublished events out of the claim range behind another
 	// event, saying so in error_class and last_error.
@@ -154,13 +158,15 @@ type ClaimDialect interface {
 // (docs/design.md, section 4.1), on the database clock.
 type BucketDialect interface {
 	// Heartbeat records relayID as live until now + lease (forgetting
-	// relays gone for long) and returns the live relays' ids, sorted.
+	// relays gone for long) and returns the live relays' ids, sorted
+	// (ScanStrings).
 	Heartbeat(ctx context.Context, q Querier, relayID string, lease time.Duration) (members []string, err error)
 	// Leave deletes relayID's membership and frees its buckets.
 	Leave(ctx context.Context, q Querier, relayID string) error
 	// CreateBuckets adds the missing rows of buckets 0..n-1, free.
 	CreateBuckets(ctx context.Context, q Querier, n int) error
-	// ReadBuckets returns every bucket's row, by bucket, and the clock.
+	// ReadBuckets returns every bucket's row, by bucket
+	// (ScanBucketLeases), and the clock.
 	ReadBuckets(ctx context.Context, q Querier) (now time.Time, leases []BucketLease, err error)
 	// AcquireBuckets gives relayID those of buckets that are free or whose
 	// lease expired, with the epoch incremented and the lease renewed, in
@@ -172,7 +178,7 @@ type BucketDialect interface {
 	ReleaseBuckets(ctx context.Context, q Querier, relayID string, buckets []int) error
 	// LockBuckets takes a share lock on relayID's rows among buckets (so no
 	// acquire can change them until the transaction ends) and returns their
-	// epochs.
+	// epochs (ScanEpochs).
 	LockBuckets(ctx context.Context, q Querier, relayID string, buckets []int) (map[int]uint64, error)
 }
 
@@ -203,46 +209,6 @@ type EventState struct {
 	HandedOver bool
 }
 
-// ScanStreamLease reads the row of a dialect's ReadStream query (the
-// database's now, leader, epoch, expires_at, position, checkpointed_at,
-// watermark), times in UTC. sql.ErrNoRows is returned as is, with a zero
-// lease.
-func ScanStreamLease(row *sql.Row) (StreamLease, time.Time, error) {
-	var (
-		l                              StreamLease
-		now                            time.Time
-		leader, position               sql.NullString
-		expires, checkpoint, watermark sql.NullTime
-	)
-	if err := row.Scan(&now, &leader, &l.Epoch, &expires, &position, &checkpoint, &watermark); err != nil {
-		return StreamLease{}, time.Time{}, err
-	}
-	l.Leader, l.Expires, l.Position, l.CheckpointedAt = leader.String, expires.Time.UTC(), position.String, checkpoint.Time.UTC()
-	if watermark.Valid {
-		l.Watermark = watermark.Time.UTC()
-	}
-	return l, now.UTC(), nil
-}
-
-// ScanEventStates reads the rows of a dialect's ReadStates query (id,
-// published, handed over) into their states by id, and closes rows.
-func ScanEventStates(rows *sql.Rows, err error) (map[string]EventState, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]EventState{}
-	for rows.Next() {
-		var id string
-		var st EventState
-		if err := rows.Scan(&id, &st.Published, &st.HandedOver); err != nil {
-			return nil, err
-		}
-		out[id] = st
-	}
-	return out, rows.Err()
-}
-
 // StreamDialect keeps the change stream's lease and checkpoint, on the
 // database clock (docs/design.md, section 9).
 type StreamDialect interface {
@@ -250,7 +216,8 @@ type StreamDialect interface {
 	// (epoch + 1), or renews it if relayID holds it (same epoch), and
 	// returns the row as it is then with the clock.
 	ClaimStream(ctx context.Context, q Querier, relayID string, lease time.Duration) (StreamLease, time.Time, error)
-	// ReadStream returns the row and the clock.
+	// ReadStream returns the row and the clock (ScanStreamLease), the
+	// clock also before the row exists.
 	ReadStream(ctx context.Context, q Querier) (StreamLease, time.Time, error)
 	// ReleaseStream frees the lease if relayID holds it.
 	ReleaseStream(ctx context.Context, q Querier, relayID string) error
@@ -265,8 +232,8 @@ type StreamDialect interface {
 	// WatermarkEnded says whether every transaction a sample waits for has
 	// ended.
 	WatermarkEnded(ctx context.Context, q Querier, s WatermarkSample) (bool, error)
-	// ReadStates reads the given events' states; an id missing from the
-	// map has no row visible to the read.
+	// ReadStates reads the given events' states (ScanEventStates); an id
+	// missing from the map has no row visible to the read.
 	ReadStates(ctx context.Context, q Querier, ids []string) (map[string]EventState, error)
 }
 
@@ -350,23 +317,18 @@ type EventRow struct {
 // OperationsDialect serves the operators' tools: status, quarantine,
 // replay and cleanup.
 type OperationsDialect interface {
-	// CountUnpublished counts the rows neither published nor discarded,
-	// the untouched ones before watermark (when set) counting as published;
-	// from indexed ranges.
-	CountUnpublished(ctx context.Context, q Querier, watermark time.Time) (int64, error)
-	// ReadBacklog measures the outbox from indexed ranges; with a
-	// watermark, the untouched rows before it are published and those from
-	// it on the change stream's (Backlog.Streaming).
-	ReadBacklog(ctx context.Context, q Querier, watermark time.Time) (Backlog, error)
 	// ListQuarantined returns quarantined (not discarded) events, oldest
-	// quarantine first, with the count of later events held behind each.
+	// quarantine first, with the count of later events held behind each
+	// (ScanQuarantined).
 	ListQuarantined(ctx context.Context, q Querier, f QuarantineFilter) ([]QuarantinedEvent, error)
-	// ReadEvent reads one row; lock takes a row lock (inside a
-	// transaction). A missing row is ErrEventNotFound.
+	// ReadEvent reads one row (ScanEventRow); lock takes a row lock
+	// (inside a transaction). A missing row is ErrEventNotFound.
 	ReadEvent(ctx context.Context, q Querier, id string, lock bool) (EventRow, error)
-	// ReadFailures returns an event's failure log, oldest first.
+	// ReadFailures returns an event's failure log, oldest first
+	// (ScanFailures).
 	ReadFailures(ctx context.Context, q Querier, id string) ([]FailureRecord, error)
-	// ReadAudit returns the operator actions on an event, oldest first.
+	// ReadAudit returns the operator actions on an event, oldest first
+	// (ScanAudit).
 	ReadAudit(ctx context.Context, q Querier, id string) ([]AuditRecord, error)
 	// CountBehind counts the unpublished events after k in its aggregate
 	// that are not quarantined or discarded themselves (they wait for it);
@@ -382,16 +344,16 @@ type OperationsDialect interface {
 	// AppendAudit records an operator action (At is set by the database).
 	AppendAudit(ctx context.Context, q Querier, a AuditRecord) error
 
-	// ReplayPage returns up to limit published events of sel after pos, in
-	// (aggregate_type, aggregate_id, aggregate_seq) order; with a
-	// watermark, the untouched rows before it count as published
-	// (docs/design.md, section 9.4).
-	ReplayPage(ctx context.Context, q Querier, sel ReplaySelection, pos ReplayPosition, limit int, watermark time.Time) ([]Event, error)
-	// LoadReplayCheckpoint reads a checkpoint as saved; found is false when
-	// there is none.
+	// ReplayPage returns the published events w asks for, in
+	// (aggregate_type, aggregate_id, aggregate_seq) order, walking
+	// uq_aggregate_seq (ScanReplayEvents).
+	ReplayPage(ctx context.Context, q Querier, w ReplayWindow) ([]Event, error)
+	// LoadReplayCheckpoint reads a checkpoint as saved
+	// (ScanReplayCheckpoint); found is false when there is none.
 	LoadReplayCheckpoint(ctx context.Context, q Querier, name string) (cp ReplayCheckpoint, found bool, err error)
-	// SaveReplayCheckpoint inserts or updates a checkpoint.
-	SaveReplayCheckpoint(ctx context.Context, q Querier, cp ReplayCheckpoint, finished bool) error
+	// SaveReplayCheckpoint inserts or updates a checkpoint; selection is
+	// cp.Selection's JSON, as ScanReplayCheckpoint reads it back.
+	SaveReplayCheckpoint(ctx context.Context, q Querier, cp ReplayCheckpoint, selection []byte, finished bool) error
 
 	// DeletePublished deletes up to limit published events with
 	// published_at before cutoff, and returns how many it deleted.
@@ -431,7 +393,7 @@ type NewEvent struct {
 // connection is not herald's.
 type WriterDialect interface {
 	// InsertEvents inserts rows in the order given, in as few statements
-	// as it can. The table's trigger numbers each row in its aggregate and
+	// as it can (MultiRowInsert). The table's trigger numbers each row in its aggregate and
 	// locks the aggregate's counter until tx ends (docs/design.md,
 	// invariant W1), row by row in that order.
 	InsertEvents(ctx context.Context, tx *sql.Tx, rows []NewEvent) error

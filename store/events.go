@@ -148,10 +148,11 @@ type AggregateWindow struct {
 // must not break a list); their states are named by the core.
 type EventsDialect interface {
 	// ReadEventWindow returns up to w.Limit rows as w says, by id
-	// descending, walking the primary key.
+	// descending, walking the primary key (ScanEventRows).
 	ReadEventWindow(ctx context.Context, q Querier, w EventWindow) ([]EventRow, error)
 	// ReadAggregateWindow returns up to w.Limit events of one aggregate
-	// after w.AfterSeq, by aggregate_seq, walking uq_aggregate_seq.
+	// after w.AfterSeq, by aggregate_seq, walking uq_aggregate_seq
+	// (ScanEventRows).
 	ReadAggregateWindow(ctx context.Context, q Querier, w AggregateWindow) ([]EventRow, error)
 	// ReadAuditLog returns up to limit audit records with an id below
 	// beforeID (0: from the newest), newest first.

@@ -30,6 +30,12 @@ type QuarantineFilter struct {
 	Limit int
 }
 
+// Matches returns the filter's equalities that are set, in a fixed order.
+func (f QuarantineFilter) Matches() []Match {
+	return matches("aggregate_type", f.AggregateType, "aggregate_id", f.AggregateID,
+		"event_type", f.EventType, "error_class", f.ErrorClass)
+}
+
 // QuarantineCursor is a position in the quarantine list's order.
 type QuarantineCursor struct {
 	QuarantinedAt time.Time

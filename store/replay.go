@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,6 +35,45 @@ func (s ReplaySelection) Validate() error {
 		return errors.New("replay: an aggregate id needs its aggregate type")
 	}
 	return nil
+}
+
+// Match is an equality a read narrows its rows to: Column = Value, the
+// column named as in outbox_events.
+type Match struct {
+	Column string
+	Value  string
+}
+
+// Matches returns the selection's filters that are set, in a fixed order.
+func (s ReplaySelection) Matches() []Match {
+	return matches("aggregate_type", s.AggregateType, "aggregate_id", s.AggregateID, "event_type", s.EventType)
+}
+
+// matches returns the (column, value) pairs of kv whose value is set.
+func matches(kv ...string) []Match {
+	var out []Match
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			out = append(out, Match{Column: kv[i], Value: kv[i+1]})
+		}
+	}
+	return out
+}
+
+// ReplayWindow asks a dialect for a page of a replay.
+type ReplayWindow struct {
+	// MinID and MaxID bound the ids, MinID included: the selection's time
+	// range (UUIDv7 ids sort by when they were added).
+	MinID, MaxID string
+	// Matches are the selection's filters.
+	Matches []Match
+	// After is the position the page starts after.
+	After ReplayPosition
+	// Watermark, when set, is a change stream's: the untouched rows before
+	// it are published (invariant S2) and replayed with the rest.
+	Watermark time.Time
+	// Limit is the most events the page holds.
+	Limit int
 }
 
 // ReplayPosition is where a replay stands: the last event it re-published,
@@ -85,7 +125,10 @@ func (s *Store) ReplayPage(ctx context.Context, sel ReplaySelection, pos ReplayP
 	if err != nil {
 		return nil, fmt.Errorf("replay page: %w", err)
 	}
-	page, err := s.dialect.ReplayPage(ctx, s.db, sel, pos, limit, watermark)
+	page, err := s.dialect.ReplayPage(ctx, s.db, ReplayWindow{
+		MinID: uuidFloor(sel.From), MaxID: uuidFloor(sel.To), Matches: sel.Matches(),
+		After: pos, Watermark: watermark, Limit: limit,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("replay page: %w", err)
 	}
@@ -117,7 +160,11 @@ func (s *Store) LoadReplayCheckpoint(ctx context.Context, name string, sel Repla
 
 // SaveReplayCheckpoint records progress; finished marks the replay done.
 func (s *Store) SaveReplayCheckpoint(ctx context.Context, cp ReplayCheckpoint, finished bool) error {
-	if err := s.dialect.SaveReplayCheckpoint(ctx, s.db, cp, finished); err != nil {
+	selection, err := json.Marshal(cp.Selection)
+	if err != nil {
+		return fmt.Errorf("save replay checkpoint %s: %w", cp.Name, err)
+	}
+	if err := s.dialect.SaveReplayCheckpoint(ctx, s.db, cp, selection, finished); err != nil {
 		return fmt.Errorf("save replay checkpoint %s: %w", cp.Name, err)
 	}
 	return nil

@@ -91,9 +91,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 	log.Info("event added", "event_id", id)
 
 	// The relay, in the same process. A record is acknowledged or given up
-	// well inside the relay's lease (30s by default).
+	// well inside the relay's lease (relay.LeaseDefault, 8s; herald relay
+	// takes two thirds of its --lease).
 	producer, err := kafka.NewProducer(kafka.ProducerConfig{
-		Brokers: brokers, ClientID: "embed", DeliveryTimeout: 20 * time.Second, Logger: log,
+		Brokers: brokers, ClientID: "embed", DeliveryTimeout: 5 * time.Second, Logger: log,
 		ClientOptions: kafkaOpts,
 	})
 	if err != nil {

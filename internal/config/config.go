@@ -1,6 +1,3 @@
-// Package config holds the error every herald Config's validation returns,
-// so the CLI (which renames fields as flags) and callers branch on one type
-// whatever the package. Each public package re-exports it as ConfigError.
 package config
 
 import (

@@ -1,5 +1,3 @@
-// Package redact removes credentials from text before it reaches a log line,
-// an outbox row's last_error or a dead-letter header.
 package redact
 
 import "regexp"

@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 
@@ -24,20 +23,8 @@ func (Dialect) Heartbeat(ctx context.Context, q store.Querier, relayID string, l
 		membersForgottenAfter.Microseconds()); err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT relay_id FROM outbox_relays WHERE expires_at > UTC_TIMESTAMP(6) ORDER BY relay_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var members []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		members = append(members, id)
-	}
-	return members, rows.Err()
+	return store.ScanStrings(q.QueryContext(ctx,
+		`SELECT relay_id FROM outbox_relays WHERE expires_at > UTC_TIMESTAMP(6) ORDER BY relay_id`))
 }
 
 // Leave implements store.BucketDialect.
@@ -70,22 +57,9 @@ func (Dialect) ReadBuckets(ctx context.Context, q store.Querier) (time.Time, []s
 	if err := q.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
 		return now, nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT bucket, COALESCE(owner, ''), epoch, expires_at FROM outbox_buckets ORDER BY bucket`)
-	if err != nil {
-		return now, nil, err
-	}
-	defer rows.Close()
-	var out []store.BucketLease
-	for rows.Next() {
-		var l store.BucketLease
-		var expires sql.NullTime
-		if err := rows.Scan(&l.Bucket, &l.Owner, &l.Epoch, &expires); err != nil {
-			return now, nil, err
-		}
-		l.Expires = expires.Time
-		out = append(out, l)
-	}
-	return now, out, rows.Err()
+	leases, err := store.ScanBucketLeases(q.QueryContext(ctx,
+		`SELECT bucket, COALESCE(owner, ''), epoch, expires_at FROM outbox_buckets ORDER BY bucket`))
+	return now, leases, err
 }
 
 // AcquireBuckets implements store.BucketDialect.
@@ -116,22 +90,8 @@ func (Dialect) ReleaseBuckets(ctx context.Context, q store.Querier, relayID stri
 // LockBuckets implements store.BucketDialect.
 func (Dialect) LockBuckets(ctx context.Context, q store.Querier, relayID string, buckets []int) (map[int]uint64, error) {
 	args := append([]any{relayID}, ints(buckets)...)
-	rows, err := q.QueryContext(ctx, `SELECT bucket, epoch FROM outbox_buckets
-		WHERE owner = ? AND bucket IN (`+placeholders(len(buckets))+`) LOCK IN SHARE MODE`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	epochs := map[int]uint64{}
-	for rows.Next() {
-		var b int
-		var epoch uint64
-		if err := rows.Scan(&b, &epoch); err != nil {
-			return nil, err
-		}
-		epochs[b] = epoch
-	}
-	return epochs, rows.Err()
+	return store.ScanEpochs(q.QueryContext(ctx, `SELECT bucket, epoch FROM outbox_buckets
+		WHERE owner = ? AND bucket IN (`+placeholders(len(buckets))+`) LOCK IN SHARE MODE`, args...))
 }
 
 func ints(xs []int) []any {

@@ -48,7 +48,7 @@ func (Dialect) BucketOf(aggregateType, aggregateID string) int {
 // ReadReady implements store.ClaimDialect.
 func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {
 	query, args := ReadyQuery(r)
-	return readEvents(ctx, q, query, args...)
+	return store.ScanReadyEvents(q.QueryContext(ctx, query, args...))
 }
 
 // ReadyQuery is the statement ReadReady runs for r, and its arguments:
@@ -109,53 +109,22 @@ func readyFilter(r store.ReadyRequest, at string) (string, []any) {
 
 // ReadEvents implements store.ClaimDialect.
 func (Dialect) ReadEvents(ctx context.Context, q store.Querier, ids []string) ([]store.Event, error) {
-	events, _, err := readEvents(ctx, q, `SELECT `+readyColumns+` FROM outbox_events
+	events, _, err := store.ScanReadyEvents(q.QueryContext(ctx, `SELECT `+readyColumns+` FROM outbox_events
 		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(6)`,
-		anySlice(ids)...)
+		anySlice(ids)...))
 	return events, err
-}
-
-func readEvents(ctx context.Context, q store.Querier, query string, args ...any) ([]store.Event, store.ReadyCursor, error) {
-	var last store.ReadyCursor
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, last, err
-	}
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		var (
-			raw       store.RawEvent
-			occurred  time.Time
-			attempts  uint32
-			prevClass string
-			bucket    int
-		)
-		// Scanned as stored and decoded in Go: a row another writer got
-		// wrong is an event with a defect, not a failed claim.
-		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
-			&raw.Payload, &raw.Headers, &raw.Fields, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
-			return nil, last, err
-		}
-		e := raw.Decode()
-		e.OccurredAt, e.Attempts, e.PreviousErrorClass, e.Bucket = occurred, attempts, prevClass, bucket
-		last.OccurredAt, last.ID = e.OccurredAt, e.ID
-		out = append(out, e)
-	}
-	return out, last, rows.Err()
 }
 
 // ReadPredecessors implements store.ClaimDialect with one lookup of
 // uq_aggregate_seq per key.
 func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []store.SeqKey) (time.Time, map[store.SeqKey]store.Predecessor, error) {
-	found := make(map[store.SeqKey]store.Predecessor, len(keys))
-	var now time.Time
 	if len(keys) == 0 {
-		return now, found, nil
+		return time.Time{}, map[store.SeqKey]store.Predecessor{}, nil
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT UTC_TIMESTAMP(6), aggregate_type, aggregate_id, aggregate_seq, id,
-		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL, next_attempt_at, ` + untouched + `
+		published_at IS NOT NULL OR discarded_at IS NOT NULL, quarantined_at IS NOT NULL,
+		` + finiteOrNull("next_attempt_at") + `, ` + untouched + `
 		FROM outbox_events WHERE (aggregate_type, aggregate_id, aggregate_seq) IN (`)
 	args := make([]any, 0, 3*len(keys))
 	for i, k := range keys {
@@ -166,22 +135,7 @@ func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []sto
 		args = append(args, k.AggregateType, k.AggregateID, k.Seq)
 	}
 	b.WriteString(")")
-	rows, err := q.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return now, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k store.SeqKey
-		var p store.Predecessor
-		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined,
-			&p.NextAttempt, &p.Untouched); err != nil {
-			return now, nil, err
-		}
-		p.Forever = !p.NextAttempt.Before(never)
-		found[k] = p
-	}
-	return now, found, rows.Err() // now is zero when none was found: no fate then depends on it
+	return store.ScanPredecessors(q.QueryContext(ctx, b.String(), args...))
 }
 
 // Hold implements store.ClaimDialect.

@@ -87,5 +87,5 @@ func deleteBatch(ctx context.Context, q store.Querier, cutoff time.Time, limit, 
 		tuple := "(" + placeholders(keyColumns) + ")"
 		marks = strings.TrimSuffix(strings.Repeat(tuple+", ", keys), ", ")
 	}
-	return affected(q.ExecContext(ctx, strings.Replace(deleteKeys, "%s", marks, 1), args...))
+	return store.RowsAffected(q.ExecContext(ctx, strings.Replace(deleteKeys, "%s", marks, 1), args...))
 }

@@ -135,13 +135,9 @@ func (o ConnOptions) Config(dsn string) (*driver.Config, error) {
 	case o.Password != "":
 		cfg.Passwd = o.Password
 	case o.PasswordFile != "":
-		b, err := os.ReadFile(o.PasswordFile)
+		pw, err := config.ReadPasswordFile(o.PasswordFile)
 		if err != nil {
-			return nil, &ConfigError{Field: "PasswordFile", Msg: pathError(o.PasswordFile, err)}
-		}
-		pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		if pw == "" {
-			return nil, &ConfigError{Field: "PasswordFile", Msg: o.PasswordFile + ": the file is empty"}
+			return nil, &ConfigError{Field: "PasswordFile", Msg: err.Error()}
 		}
 		cfg.Passwd = pw
 	}

@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 	"time"
 
@@ -34,6 +33,12 @@ var never = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // Never is the dialect's "never" time, for tests that look at rows.
 func (Dialect) Never() time.Time { return never }
+
+// finiteOrNull is a nullable time: NULL for never (and anything past it),
+// as the core's scanners read next_attempt_at.
+func finiteOrNull(column string) string {
+	return "CASE WHEN " + column + " < '" + datetime(never) + "' THEN " + column + " END"
+}
 
 // updateEvents begins every UPDATE of outbox_events. MariaDB checks a row's
 // CHECK constraints on every update, even one of columns they do not name,
@@ -77,16 +82,4 @@ func anySlice(ids []string) []any {
 		out[i] = id
 	}
 	return out
-}
-
-// affected returns a statement's affected rows.
-func affected(r sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("rows affected: %w", err)
-	}
-	return n, nil
 }

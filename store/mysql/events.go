@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 
@@ -11,10 +10,11 @@ import (
 
 var _ store.EventsDialect = Dialect{}
 
-// eventRowColumns are the columns of a list's rows: no payload, no headers.
-const eventRowColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
+// eventRowColumns are the columns of an operator's row, without payload
+// and headers, as store.ScanEventRows reads them.
+var eventRowColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
 	attempts, COALESCE(error_class, ''), COALESCE(last_error, ''), occurred_at, quarantined_at, published_at,
-	discarded_at, next_attempt_at`
+	discarded_at, ` + finiteOrNull("next_attempt_at")
 
 // ReadEventWindow implements store.EventsDialect, walking the primary key
 // backwards.
@@ -41,38 +41,15 @@ func (Dialect) ReadEventWindow(ctx context.Context, q store.Querier, w store.Eve
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	args = append(args, w.Limit)
-	return scanEventRows(q.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, args...))
+	return store.ScanEventRows(q.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, args...))
 }
 
 // ReadAggregateWindow implements store.EventsDialect.
 func (Dialect) ReadAggregateWindow(ctx context.Context, q store.Querier, w store.AggregateWindow) ([]store.EventRow, error) {
-	return scanEventRows(q.QueryContext(ctx, `SELECT `+eventRowColumns+`
+	return store.ScanEventRows(q.QueryContext(ctx, `SELECT `+eventRowColumns+`
 		FROM outbox_events FORCE INDEX (uq_aggregate_seq)
 		WHERE aggregate_type = ? AND aggregate_id = ? AND aggregate_seq > ?
 		ORDER BY aggregate_seq LIMIT ?`, w.Key.AggregateType, w.Key.AggregateID, w.AfterSeq, w.Limit))
-}
-
-func scanEventRows(rows *sql.Rows, err error) ([]store.EventRow, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.EventRow
-	for rows.Next() {
-		var (
-			r                                 store.EventRow
-			quarantined, published, discarded sql.NullTime
-		)
-		if err := rows.Scan(&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion,
-			&r.Attempts, &r.ErrorClass, &r.LastError, &r.OccurredAt, &quarantined, &published, &discarded,
-			&r.NextAttemptAt); err != nil {
-			return nil, err
-		}
-		r.Forever = !r.NextAttemptAt.Before(never)
-		r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // ReadAuditLog implements store.EventsDialect, walking the primary key

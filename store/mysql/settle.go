@@ -11,7 +11,7 @@ import (
 
 // MarkPublished implements store.SettleDialect.
 func (Dialect) MarkPublished(ctx context.Context, q store.Querier, ids []string) (int, error) {
-	n, err := affected(q.ExecContext(ctx, updateEvents+`
+	n, err := store.RowsAffected(q.ExecContext(ctx, updateEvents+`
 		SET published_at = UTC_TIMESTAMP(6), last_error = NULL, error_class = NULL
 		WHERE id IN (`+placeholders(len(ids))+`) AND published_at IS NULL`, anySlice(ids)...))
 	return int(n), err
@@ -24,7 +24,7 @@ func (Dialect) Fail(ctx context.Context, q store.Querier, f store.FailureUpdate)
 	if f.Quarantine {
 		quarantinedAt, retryAt = datetime(f.At), datetime(never)
 	}
-	n, err := affected(q.ExecContext(ctx, updateEvents+`
+	n, err := store.RowsAffected(q.ExecContext(ctx, updateEvents+`
 		SET attempts = attempts + 1, quarantined_at = ?, next_attempt_at = ?, last_error = ?, error_class = ?
 		WHERE id = ? AND published_at IS NULL`,
 		quarantinedAt, retryAt, f.Message, f.Class, f.EventID))
@@ -42,7 +42,7 @@ func (Dialect) LogFailure(ctx context.Context, q store.Querier, f store.FailureU
 
 // Release implements store.SettleDialect.
 func (Dialect) Release(ctx context.Context, q store.Querier, r store.ReleaseUpdate) (bool, error) {
-	n, err := affected(q.ExecContext(ctx, updateEvents+`
+	n, err := store.RowsAffected(q.ExecContext(ctx, updateEvents+`
 		SET next_attempt_at = ?, error_class = ?, last_error = ?
 		WHERE id = ? AND published_at IS NULL`,
 		holdUntil(r.Hold), r.Class, r.Message, r.EventID))

@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/herald-outbox/herald/store"
@@ -23,15 +22,12 @@ func (d Dialect) ClaimStream(ctx context.Context, q store.Querier, relayID strin
 	return d.ReadStream(ctx, q)
 }
 
-// ReadStream implements store.StreamDialect.
+// ReadStream implements store.StreamDialect. The join reads the clock
+// even before the stream's row exists.
 func (Dialect) ReadStream(ctx context.Context, q store.Querier) (store.StreamLease, time.Time, error) {
-	l, now, err := store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), leader, epoch, expires_at, position, checkpointed_at, watermark
-		FROM outbox_stream WHERE id = 1`))
-	if err == sql.ErrNoRows {
-		err = q.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now)
-		return l, now.UTC(), err
-	}
-	return l, now, err
+	return store.ScanStreamLease(q.QueryRowContext(ctx, `SELECT UTC_TIMESTAMP(6), s.leader, COALESCE(s.epoch, 0),
+		s.expires_at, s.position, s.checkpointed_at, s.watermark
+		FROM (SELECT 1) AS one LEFT JOIN outbox_stream s ON s.id = 1`))
 }
 
 // ReleaseStream implements store.StreamDialect.
@@ -46,7 +42,7 @@ func (Dialect) SaveCheckpoint(ctx context.Context, q store.Querier, relayID stri
 	if !cp.Watermark.IsZero() {
 		watermark = datetime(cp.Watermark)
 	}
-	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_stream SET position = ?, checkpointed_at = UTC_TIMESTAMP(6),
+	n, err := store.RowsAffected(q.ExecContext(ctx, `UPDATE outbox_stream SET position = ?, checkpointed_at = UTC_TIMESTAMP(6),
 		    watermark = GREATEST(COALESCE(watermark, ?), COALESCE(?, watermark))
 		WHERE id = 1 AND leader = ? AND epoch = ?`, cp.Position, watermark, watermark, relayID, cp.Epoch))
 	if err != nil || n > 0 {

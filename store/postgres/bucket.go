@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/herald-outbox/herald/store"
@@ -29,20 +28,8 @@ func (Dialect) Heartbeat(ctx context.Context, q store.Querier, relayID string, l
 		WHERE expires_at < statement_timestamp() - $1 * interval '1 microsecond'`, membersForgottenAfter.Microseconds()); err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT relay_id FROM outbox_relays WHERE expires_at > statement_timestamp() ORDER BY relay_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var members []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		members = append(members, id)
-	}
-	return members, rows.Err()
+	return store.ScanStrings(q.QueryContext(ctx,
+		`SELECT relay_id FROM outbox_relays WHERE expires_at > statement_timestamp() ORDER BY relay_id`))
 }
 
 // Leave implements store.BucketDialect.
@@ -68,23 +55,9 @@ func (Dialect) ReadBuckets(ctx context.Context, q store.Querier) (time.Time, []s
 	if err := q.QueryRowContext(ctx, "SELECT statement_timestamp()").Scan(&now); err != nil {
 		return now, nil, err
 	}
-	now = now.UTC()
-	rows, err := q.QueryContext(ctx, `SELECT bucket, COALESCE(owner, ''), epoch, expires_at FROM outbox_buckets ORDER BY bucket`)
-	if err != nil {
-		return now, nil, err
-	}
-	defer rows.Close()
-	var out []store.BucketLease
-	for rows.Next() {
-		var l store.BucketLease
-		var expires sql.NullTime
-		if err := rows.Scan(&l.Bucket, &l.Owner, &l.Epoch, &expires); err != nil {
-			return now, nil, err
-		}
-		l.Expires = expires.Time.UTC()
-		out = append(out, l)
-	}
-	return now, out, rows.Err()
+	leases, err := store.ScanBucketLeases(q.QueryContext(ctx,
+		`SELECT bucket, COALESCE(owner, ''), epoch, expires_at FROM outbox_buckets ORDER BY bucket`))
+	return now.UTC(), leases, err
 }
 
 // AcquireBuckets implements store.BucketDialect. At READ COMMITTED an
@@ -120,20 +93,6 @@ func (Dialect) ReleaseBuckets(ctx context.Context, q store.Querier, relayID stri
 // for a takeover re-checks owner on the row's newest version (READ
 // COMMITTED) and no longer returns the bucket.
 func (Dialect) LockBuckets(ctx context.Context, q store.Querier, relayID string, buckets []int) (map[int]uint64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT bucket, epoch FROM outbox_buckets
-		WHERE owner = $1 AND bucket = ANY($2::int[]) FOR SHARE`, relayID, buckets)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	epochs := map[int]uint64{}
-	for rows.Next() {
-		var b int
-		var epoch uint64
-		if err := rows.Scan(&b, &epoch); err != nil {
-			return nil, err
-		}
-		epochs[b] = epoch
-	}
-	return epochs, rows.Err()
+	return store.ScanEpochs(q.QueryContext(ctx, `SELECT bucket, epoch FROM outbox_buckets
+		WHERE owner = $1 AND bucket = ANY($2::int[]) FOR SHARE`, relayID, buckets))
 }

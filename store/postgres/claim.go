@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,7 +53,7 @@ func (Dialect) BucketOf(aggregateType, aggregateID string) int {
 // ReadReady implements store.ClaimDialect.
 func (Dialect) ReadReady(ctx context.Context, q store.Querier, r store.ReadyRequest) ([]store.Event, store.ReadyCursor, error) {
 	query, args := ReadyQuery(r)
-	return readEvents(ctx, q, query, args...)
+	return store.ScanReadyEvents(q.QueryContext(ctx, query, args...))
 }
 
 // handedOverQuery reads the oldest ready rows in the polling path's hands
@@ -118,40 +117,9 @@ func readyFilter(r store.ReadyRequest, param func(any) string) string {
 
 // ReadEvents implements store.ClaimDialect.
 func (Dialect) ReadEvents(ctx context.Context, q store.Querier, ids []string) ([]store.Event, error) {
-	events, _, err := readEvents(ctx, q, `SELECT `+readyColumns+` FROM outbox_events
-		WHERE id = ANY($1::uuid[]) AND published_at IS NULL AND next_attempt_at <= statement_timestamp()`, ids)
+	events, _, err := store.ScanReadyEvents(q.QueryContext(ctx, `SELECT `+readyColumns+` FROM outbox_events
+		WHERE id = ANY($1::uuid[]) AND published_at IS NULL AND next_attempt_at <= statement_timestamp()`, ids))
 	return events, err
-}
-
-func readEvents(ctx context.Context, q store.Querier, query string, args ...any) ([]store.Event, store.ReadyCursor, error) {
-	var last store.ReadyCursor
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, last, err
-	}
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		var (
-			raw       store.RawEvent
-			occurred  time.Time
-			attempts  uint32
-			prevClass string
-			bucket    int
-		)
-		// Scanned as stored and decoded in Go: a row another writer got
-		// wrong is an event with a defect, not a failed claim.
-		if err := rows.Scan(&raw.ID, &raw.AggregateType, &raw.AggregateID, &raw.AggregateSeq, &raw.EventType, &raw.SchemaVersion,
-			&raw.Payload, &raw.Headers, &raw.Fields, &occurred, &attempts, &prevClass, &bucket, &last.NextAttemptAt); err != nil {
-			return nil, last, err
-		}
-		e := raw.Decode()
-		e.OccurredAt, e.Attempts, e.PreviousErrorClass, e.Bucket = occurred.UTC(), attempts, prevClass, bucket
-		last.NextAttemptAt = last.NextAttemptAt.UTC()
-		last.OccurredAt, last.ID = e.OccurredAt, e.ID
-		out = append(out, e)
-	}
-	return out, last, rows.Err()
 }
 
 // predecessorsQuery looks the keys up in uq_aggregate_seq, one probe per
@@ -167,34 +135,14 @@ JOIN outbox_events e ON e.aggregate_type = k.aggregate_type AND e.aggregate_id =
 
 // ReadPredecessors implements store.ClaimDialect.
 func (Dialect) ReadPredecessors(ctx context.Context, q store.Querier, keys []store.SeqKey) (time.Time, map[store.SeqKey]store.Predecessor, error) {
-	found := make(map[store.SeqKey]store.Predecessor, len(keys))
-	var now time.Time
 	if len(keys) == 0 {
-		return now, found, nil
+		return time.Time{}, map[store.SeqKey]store.Predecessor{}, nil
 	}
 	types, ids, seqs := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
 	for i, k := range keys {
 		types[i], ids[i], seqs[i] = k.AggregateType, k.AggregateID, int64(k.Seq)
 	}
-	rows, err := q.QueryContext(ctx, predecessorsQuery, types, ids, seqs)
-	if err != nil {
-		return now, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			k    store.SeqKey
-			p    store.Predecessor
-			next sql.NullTime
-		)
-		if err := rows.Scan(&now, &k.AggregateType, &k.AggregateID, &k.Seq, &p.ID, &p.Done, &p.Quarantined, &next,
-			&p.Untouched); err != nil {
-			return now, nil, err
-		}
-		p.Forever, p.NextAttempt = !next.Valid, next.Time.UTC()
-		found[k] = p
-	}
-	return now.UTC(), found, rows.Err() // now is zero when none was found: no fate then depends on it
+	return store.ScanPredecessors(q.QueryContext(ctx, predecessorsQuery, types, ids, seqs))
 }
 
 // Hold implements store.ClaimDialect.

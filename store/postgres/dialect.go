@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/herald-outbox/herald/store"
@@ -57,24 +56,4 @@ func holdUntil(h store.Hold) any {
 		return nil
 	}
 	return h.Until.UTC()
-}
-
-// affected returns a statement's affected rows.
-func affected(r sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("rows affected: %w", err)
-	}
-	return n, nil
-}
-
-func timePtr(t sql.NullTime) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	u := t.Time.UTC()
-	return &u
 }

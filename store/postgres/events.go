@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -12,7 +11,8 @@ import (
 
 var _ store.EventsDialect = Dialect{}
 
-// eventRowColumns are the columns of a list's rows: no payload, no headers.
+// eventRowColumns are the columns of an operator's row, without payload
+// and headers, as store.ScanEventRows reads them.
 var eventRowColumns = `id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version,
 	attempts, COALESCE(error_class, ''), COALESCE(last_error, ''), occurred_at, quarantined_at, published_at,
 	discarded_at, ` + finiteOrNull("next_attempt_at")
@@ -42,41 +42,16 @@ func (Dialect) ReadEventWindow(ctx context.Context, q store.Querier, w store.Eve
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	args = append(args, w.Limit)
-	return scanEventRows(q.QueryContext(ctx, query+fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args)), args...))
+	return store.ScanEventRows(q.QueryContext(ctx, query+fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args)), args...))
 }
 
 // ReadAggregateWindow implements store.EventsDialect.
 func (Dialect) ReadAggregateWindow(ctx context.Context, q store.Querier, w store.AggregateWindow) ([]store.EventRow, error) {
-	return scanEventRows(q.QueryContext(ctx, `SELECT `+eventRowColumns+`
+	return store.ScanEventRows(q.QueryContext(ctx, `SELECT `+eventRowColumns+`
 		FROM outbox_events
 		WHERE aggregate_type = $1 AND aggregate_id = $2 AND aggregate_seq > $3
 		ORDER BY aggregate_type, aggregate_id, aggregate_seq LIMIT $4`,
 		w.Key.AggregateType, w.Key.AggregateID, int64(w.AfterSeq), w.Limit))
-}
-
-func scanEventRows(rows *sql.Rows, err error) ([]store.EventRow, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.EventRow
-	for rows.Next() {
-		var (
-			r                                 store.EventRow
-			quarantined, published, discarded sql.NullTime
-			next                              sql.NullTime
-		)
-		if err := rows.Scan(&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion,
-			&r.Attempts, &r.ErrorClass, &r.LastError, &r.OccurredAt, &quarantined, &published, &discarded,
-			&next); err != nil {
-			return nil, err
-		}
-		r.OccurredAt = r.OccurredAt.UTC()
-		r.Forever, r.NextAttemptAt = !next.Valid, next.Time.UTC()
-		r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // ReadAuditLog implements store.EventsDialect, walking the primary key

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
+	"github.com/herald-outbox/herald/store"
 )
 
 // InsertConsumed implements store.InboxDialect. A unique violation would
@@ -12,7 +14,7 @@ import (
 // another transaction is inserting the same row, for it to end) and the
 // transaction stays usable.
 func (Dialect) InsertConsumed(ctx context.Context, tx *sql.Tx, consumer, eventID string) (bool, error) {
-	n, err := affected(tx.ExecContext(ctx,
+	n, err := store.RowsAffected(tx.ExecContext(ctx,
 		`INSERT INTO consumed_events (consumer_name, event_id, consumed_at) VALUES ($1, $2, statement_timestamp())
 		 ON CONFLICT (consumer_name, event_id) DO NOTHING`,
 		consumer, eventID))

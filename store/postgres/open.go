@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -111,17 +110,9 @@ func (o ConnOptions) Config(dsn string) (*pgx.ConnConfig, error) {
 	case o.Password != "":
 		cfg.Password = o.Password
 	case o.PasswordFile != "":
-		b, err := os.ReadFile(o.PasswordFile)
+		pw, err := config.ReadPasswordFile(o.PasswordFile)
 		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, &ConfigError{Field: "PasswordFile", Msg: o.PasswordFile + ": " + err.Error()}
-		}
-		pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		if pw == "" {
-			return nil, &ConfigError{Field: "PasswordFile", Msg: o.PasswordFile + ": the file is empty"}
+			return nil, &ConfigError{Field: "PasswordFile", Msg: err.Error()}
 		}
 		cfg.Password = pw
 	}

@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,17 +35,8 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 		args = append(args, v)
 		where = append(where, strings.Replace(cond, "?", "$"+strconv.Itoa(len(args)), 1))
 	}
-	if f.AggregateType != "" {
-		add("e.aggregate_type = ?", f.AggregateType)
-	}
-	if f.AggregateID != "" {
-		add("e.aggregate_id = ?", f.AggregateID)
-	}
-	if f.EventType != "" {
-		add("e.event_type = ?", f.EventType)
-	}
-	if f.ErrorClass != "" {
-		add("e.error_class = ?", f.ErrorClass)
+	for _, m := range f.Matches() {
+		add("e."+m.Column+" = ?", m.Value)
 	}
 	if !f.Since.IsZero() {
 		add("e.quarantined_at >= ?", f.Since.UTC())
@@ -61,7 +49,7 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 		where = append(where, fmt.Sprintf("(e.quarantined_at, e.id) > ($%d, $%d::uuid)", len(args)-1, len(args)))
 	}
 	args = append(args, f.Limit)
-	rows, err := q.QueryContext(ctx, `
+	return store.ScanQuarantined(q.QueryContext(ctx, `
 		SELECT e.id, e.aggregate_type, e.aggregate_id, e.aggregate_seq, e.event_type, e.attempts,
 		       COALESCE(e.error_class, ''), COALESCE(e.last_error, ''), e.occurred_at, e.quarantined_at,
 		       (SELECT count(*) FROM outbox_events h -- waitingBehindWhere, correlated
@@ -70,101 +58,31 @@ func (Dialect) ListQuarantined(ctx context.Context, q store.Querier, f store.Qua
 		           AND h.quarantined_at IS NULL AND h.discarded_at IS NULL)
 		FROM outbox_events e
 		WHERE e.published_at IS NULL AND e.next_attempt_at = `+never+` AND `+strings.Join(where, " AND ")+`
-		ORDER BY e.quarantined_at, e.id LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.QuarantinedEvent
-	for rows.Next() {
-		var e store.QuarantinedEvent
-		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.AggregateSeq, &e.EventType, &e.Attempts,
-			&e.ErrorClass, &e.LastError, &e.OccurredAt, &e.QuarantinedAt, &e.HeldBehind); err != nil {
-			return nil, err
-		}
-		e.OccurredAt, e.QuarantinedAt = e.OccurredAt.UTC(), e.QuarantinedAt.UTC()
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		ORDER BY e.quarantined_at, e.id LIMIT $`+strconv.Itoa(len(args)), args...))
 }
 
 // ReadEvent implements store.OperationsDialect.
 func (Dialect) ReadEvent(ctx context.Context, q store.Querier, id string, lock bool) (store.EventRow, error) {
-	var (
-		r                                 store.EventRow
-		quarantined, published, discarded sql.NullTime
-		next                              sql.NullTime
-		errorClass, lastError             sql.NullString
-	)
-	query := `SELECT id, aggregate_type, aggregate_id, aggregate_seq, event_type, schema_version, payload, headers,
-		attempts, error_class, last_error, occurred_at, quarantined_at, published_at, discarded_at,
-		` + finiteOrNull("next_attempt_at") + `
-		FROM outbox_events WHERE id = $1`
+	if _, err := uuid.Parse(id); err != nil {
+		return store.EventRow{}, store.ErrEventNotFound // not even a UUID: no event has it
+	}
+	query := `SELECT ` + eventRowColumns + `, payload, headers FROM outbox_events WHERE id = $1`
 	if lock {
 		query += " FOR UPDATE"
 	}
-	if _, err := uuid.Parse(id); err != nil {
-		return r, store.ErrEventNotFound // not even a UUID: no event has it
-	}
-	err := q.QueryRowContext(ctx, query, id).Scan(
-		&r.ID, &r.Key.AggregateType, &r.Key.AggregateID, &r.Key.Seq, &r.EventType, &r.SchemaVersion, &r.Payload, &r.Headers,
-		&r.Attempts, &errorClass, &lastError, &r.OccurredAt, &quarantined, &published, &discarded,
-		&next)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, store.ErrEventNotFound
-	}
-	if err != nil {
-		return r, err
-	}
-	r.ErrorClass, r.LastError = errorClass.String, lastError.String
-	r.OccurredAt = r.OccurredAt.UTC()
-	r.Forever, r.NextAttemptAt = !next.Valid, next.Time.UTC()
-	r.QuarantinedAt, r.PublishedAt, r.DiscardedAt = timePtr(quarantined), timePtr(published), timePtr(discarded)
-	return r, nil
+	return store.ScanEventRow(q.QueryRowContext(ctx, query, id))
 }
 
 // ReadFailures implements store.OperationsDialect.
 func (Dialect) ReadFailures(ctx context.Context, q store.Querier, id string) ([]store.FailureRecord, error) {
-	rows, err := q.QueryContext(ctx, `SELECT failed_at, relay_id, attempt, error_class, error, quarantined
-		FROM outbox_failures WHERE event_id = $1 ORDER BY id`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.FailureRecord
-	for rows.Next() {
-		var f store.FailureRecord
-		if err := rows.Scan(&f.At, &f.RelayID, &f.Attempt, &f.ErrorClass, &f.Error, &f.Quarantined); err != nil {
-			return nil, err
-		}
-		f.At = f.At.UTC()
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return store.ScanFailures(q.QueryContext(ctx, `SELECT failed_at, relay_id, attempt, error_class, error, quarantined
+		FROM outbox_failures WHERE event_id = $1 ORDER BY id`, id))
 }
 
 // ReadAudit implements store.OperationsDialect.
 func (Dialect) ReadAudit(ctx context.Context, q store.Querier, id string) ([]store.AuditRecord, error) {
-	rows, err := q.QueryContext(ctx, `SELECT at, actor, action, COALESCE(event_id::text, ''), COALESCE(reason, ''), details
-		FROM outbox_audit WHERE event_id = $1 ORDER BY id`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AuditRecord
-	for rows.Next() {
-		var a store.AuditRecord
-		var details []byte
-		if err := rows.Scan(&a.At, &a.Actor, &a.Action, &a.EventID, &a.Reason, &details); err != nil {
-			return nil, err
-		}
-		a.At = a.At.UTC()
-		if details != nil {
-			a.Details = json.RawMessage(details)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return store.ScanAudit(q.QueryContext(ctx, `SELECT at, actor, action, COALESCE(event_id::text, ''), COALESCE(reason, ''), details
+		FROM outbox_audit WHERE event_id = $1 ORDER BY id`, id))
 }
 
 // CountBehind implements store.OperationsDialect.
@@ -203,14 +121,12 @@ func (Dialect) Discard(ctx context.Context, q store.Querier, id string) error {
 
 // AppendAudit implements store.OperationsDialect.
 func (Dialect) AppendAudit(ctx context.Context, q store.Querier, a store.AuditRecord) error {
-	var details, eventID any
-	if a.Details != nil {
-		details = string(a.Details)
-	}
+	var eventID any // NULL: an action on no event (a uuid column takes no '')
 	if a.EventID != "" {
 		eventID = a.EventID
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO outbox_audit (at, actor, action, event_id, reason, details)
-		VALUES (statement_timestamp(), $1, $2, $3, NULLIF($4, ''), $5)`, a.Actor, a.Action, eventID, a.Reason, details)
+		VALUES (statement_timestamp(), $1, $2, $3, NULLIF($4, ''), $5)`, a.Actor, a.Action, eventID, a.Reason,
+		store.TextOrNull(a.Details))
 	return err
 }

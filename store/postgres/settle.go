@@ -11,7 +11,7 @@ import (
 
 // MarkPublished implements store.SettleDialect.
 func (Dialect) MarkPublished(ctx context.Context, q store.Querier, ids []string) (int, error) {
-	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
+	n, err := store.RowsAffected(q.ExecContext(ctx, `UPDATE outbox_events
 		SET published_at = statement_timestamp(), last_error = NULL, error_class = NULL
 		WHERE id = ANY($1::uuid[]) AND published_at IS NULL`, ids))
 	return int(n), err
@@ -23,7 +23,7 @@ func (Dialect) Fail(ctx context.Context, q store.Querier, f store.FailureUpdate)
 	if f.Quarantine {
 		quarantinedAt, retryAt = f.At.UTC(), nil
 	}
-	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
+	n, err := store.RowsAffected(q.ExecContext(ctx, `UPDATE outbox_events
 		SET attempts = attempts + 1, quarantined_at = $1, next_attempt_at = COALESCE($2::timestamptz, `+never+`),
 		    last_error = $3, error_class = $4
 		WHERE id = $5 AND published_at IS NULL`,
@@ -42,7 +42,7 @@ func (Dialect) LogFailure(ctx context.Context, q store.Querier, f store.FailureU
 
 // Release implements store.SettleDialect.
 func (Dialect) Release(ctx context.Context, q store.Querier, r store.ReleaseUpdate) (bool, error) {
-	n, err := affected(q.ExecContext(ctx, `UPDATE outbox_events
+	n, err := store.RowsAffected(q.ExecContext(ctx, `UPDATE outbox_events
 		SET next_attempt_at = COALESCE($1::timestamptz, `+never+`), error_class = $2, last_error = $3
 		WHERE id = $4 AND published_at IS NULL`,
 		holdUntil(r.Hold), r.Class, r.Message, r.EventID))

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/wait"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // testClaimWritesNothing: a claim returns the oldest ready events in full,
@@ -113,7 +113,7 @@ func testMembershipChanges(t *testing.T, h Harness) {
 	}
 	settle := func(what string, live ...string) {
 		t.Helper()
-		testenv.WaitFor(t, 15*time.Second, what, func() (bool, string) {
+		wait.For(t, 15*time.Second, what, func() (bool, string) {
 			owners := map[int]string{}
 			var state []string
 			for _, id := range live {
@@ -152,7 +152,7 @@ func testMembershipChanges(t *testing.T, h Harness) {
 		}
 	}
 	takenOver := 0
-	testenv.WaitFor(t, 15*time.Second, "relay-a takes relay-c's buckets over after its lease", func() (bool, string) {
+	wait.For(t, 15*time.Second, "relay-a takes relay-c's buckets over after its lease", func() (bool, string) {
 		rb := relays["relay-a"].rebalance(t)
 		takenOver += rb.TakenOver
 		return relays["relay-a"].own.All(), fmt.Sprintf("relay-a owns %d", len(relays["relay-a"].own.Buckets))
@@ -178,7 +178,7 @@ func testTakeoverIsFenced(t *testing.T, h Harness) {
 		t.Fatalf("relay-a claimed %d, want 3", len(stale.Events))
 	}
 	b := h.join(t, "relay-b", time.Minute)
-	testenv.Eventually(t, 15*time.Second, "relay-b owns every bucket once relay-a's lease ended", func() bool {
+	wait.Until(t, 15*time.Second, "relay-b owns every bucket once relay-a's lease ended", func() bool {
 		b.rebalance(t)
 		return b.own.All()
 	})
@@ -236,7 +236,7 @@ func testReadyPredecessorOutsideTheWindow(t *testing.T, h Harness) {
 	r.settle(t, c, out)
 
 	var d store.Claim
-	testenv.Eventually(t, 10*time.Second, "the chain claimed again after the backoff", func() bool {
+	wait.Until(t, 10*time.Second, "the chain claimed again after the backoff", func() bool {
 		d = r.claim(t, 2) // a window of 2 rows: a#3, a#4
 		return len(d.Events) > 0
 	})

@@ -59,6 +59,17 @@ func testQuarantineRetry(t *testing.T, h Harness) {
 		detail.Audit[0].Reason != "topic limit raised" || !strings.Contains(string(detail.Audit[0].Details), `"released":2`) {
 		t.Errorf("audit after retry: %+v, want one retry by alice releasing 2", detail.Audit)
 	}
+	// Every dialect's times come back in UTC (store.UTC), the audit's and
+	// the failure log's as much as the row's.
+	if len(detail.Audit) == 0 || len(detail.Failures) == 0 {
+		t.Fatalf("after retry: %d audit records, %d failures; want both", len(detail.Audit), len(detail.Failures))
+	}
+	for what, at := range map[string]time.Time{"occurred_at": detail.OccurredAt, "audit at": detail.Audit[0].At,
+		"failure at": detail.Failures[0].At} {
+		if at.Location() != time.UTC || at.IsZero() {
+			t.Errorf("%s %v: want a time in UTC", what, at)
+		}
+	}
 }
 
 func testDiscard(t *testing.T, h Harness) {

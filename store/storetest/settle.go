@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/wait"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 func testFailureBacksOffQuarantinesAndScrubs(t *testing.T, h Harness) {
@@ -88,7 +88,7 @@ func testSuccessorsWaitBehindBackoff(t *testing.T, h Harness) {
 		t.Fatalf("held event: state %s until %v; want held until the head's retry at %v", held.State, held.NextAttemptAt, headRetry)
 	}
 	var d store.Claim
-	testenv.Eventually(t, 10*time.Second, "the head and its successor claimed after the backoff", func() bool {
+	wait.Until(t, 10*time.Second, "the head and its successor claimed after the backoff", func() bool {
 		d = r.claim(t, 100)
 		return len(d.Events) > 0
 	})

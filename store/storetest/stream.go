@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/internal/wait"
 	"github.com/herald-outbox/herald/store"
-	"github.com/herald-outbox/herald/testkit/testenv"
 )
 
 // streamRelay is a relay that can stream: its turn competes for the
@@ -67,7 +67,7 @@ func testOneStreamer(t *testing.T, h Harness) {
 		t.Fatalf("a follower's checkpoint: %v, want ErrStreamLost", err)
 	}
 	var rb store.Rebalance
-	testenv.Eventually(t, 15*time.Second, "stream-b takes the lease over once stream-a's ended", func() bool {
+	wait.Until(t, 15*time.Second, "stream-b takes the lease over once stream-a's ended", func() bool {
 		rb = b.streamTurn(t)
 		poll.rebalance(t)
 		return rb.Leading && b.own.All()
@@ -86,7 +86,7 @@ func testOneStreamer(t *testing.T, h Harness) {
 	if err := h.Store.Leave(ctx, "stream-a"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 15*time.Second, "poll-c owns every bucket once nobody streams", func() bool {
+	wait.Until(t, 15*time.Second, "poll-c owns every bucket once nobody streams", func() bool {
 		poll.rebalance(t)
 		return poll.own.All()
 	})
@@ -170,7 +170,7 @@ func (h Harness) sampleWatermark(t testing.TB) store.WatermarkSample {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the sample's transactions ending", func() bool {
+	wait.Until(t, 10*time.Second, "the sample's transactions ending", func() bool {
 		ended, err := h.Store.WatermarkEnded(ctx, s)
 		if err != nil {
 			t.Fatal(err)
@@ -316,7 +316,7 @@ func testWatermarkSampleWaitsForOpenTransactions(t *testing.T, h Harness) {
 			sample.At, d.NextAttemptAt)
 	}
 	h.sampleWatermark(t) // and a sample is usable once nothing is open
-	testenv.Eventually(t, 10*time.Second, "the first sample usable once the transaction committed", func() bool {
+	wait.Until(t, 10*time.Second, "the first sample usable once the transaction committed", func() bool {
 		ended, err := h.Store.WatermarkEnded(ctx, sample)
 		return err == nil && ended
 	})

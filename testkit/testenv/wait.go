@@ -3,41 +3,21 @@ package testenv
 import (
 	"testing"
 	"time"
+
+	"github.com/herald-outbox/herald/internal/wait"
 )
 
-// pollInterval is how often WaitFor looks again.
-const pollInterval = 25 * time.Millisecond
-
-// WaitFor calls cond every pollInterval until it reports done, and fails t
-// once timeout has passed, with cond's last description of the state. It
-// is the one way tests here wait for something to happen.
+// WaitFor calls cond every wait.PollInterval until it reports done, and
+// fails t once timeout has passed, with cond's last description of the
+// state (wait.For). It is the one way tests here wait for something to
+// happen.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() (done bool, state string)) {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		done, state := cond()
-		if done {
-			return
-		}
-		select {
-		case <-deadline.C:
-			if done, state = cond(); done {
-				return
-			}
-			if state != "" {
-				state = ": " + state
-			}
-			t.Fatalf("%s: not reached within %v%s", what, timeout, state)
-		case <-tick.C:
-		}
-	}
+	wait.For(t, timeout, what, cond)
 }
 
 // Eventually is WaitFor for a condition without a description.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	WaitFor(t, timeout, what, func() (bool, string) { return cond(), "" })
+	wait.Until(t, timeout, what, cond)
 }

@@ -45,7 +45,7 @@ func benchLatency(b *testing.B) {
 	e := newEnv(b)
 	cfg := e.config()
 	cfg.HeartbeatPeriod = time.Second
-	r := openWith(b, cfg, e.head(b))
+	r := openWith(b, e.db.DB, cfg, e.head(b))
 	total := int(latencyDuration.Seconds() * latencyRate)
 
 	type sent struct{ before, after time.Time }
@@ -173,7 +173,7 @@ func benchBacklog(b *testing.B, txs, perTx, payloadSize int) {
 	cfg := e.config()
 	cfg.HeartbeatPeriod = time.Second
 	start := time.Now()
-	r := openWith(b, cfg, from)
+	r := openWith(b, e.db.DB, cfg, from)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	n, heartbeats := 0, 0
@@ -231,7 +231,7 @@ func bytesBetween(b *testing.B, db *sql.DB, from, to binlog.Position) int64 {
 }
 
 func splitFile(p binlog.Position) (string, int64) {
-	f := file(p)
+	f := file(p.String())
 	off, _ := strconv.ParseInt(p.String()[len("file:")+len(f)+1:], 10, 64)
 	return f, off
 }

@@ -75,7 +75,7 @@ func TestCheckWithoutReplicationGrants(t *testing.T) {
 	// Open stops with the grant to add, too.
 	rc := e.config()
 	rc.DSN = cfg.FormatDSN()
-	r, err := binlog.Open(context.Background(), rc, e.head(t))
+	r, err := binlog.Open(context.Background(), db, rc, e.head(t))
 	if err == nil {
 		r.Close()
 		t.Fatal("Open without replication grants succeeded")
@@ -119,7 +119,7 @@ func TestCheckWithoutReplicationSlave(t *testing.T) {
 	}
 	rc := e.config()
 	rc.DSN = cfg.FormatDSN()
-	r, err := binlog.Open(context.Background(), rc, e.head(t))
+	r, err := binlog.Open(context.Background(), db, rc, e.head(t))
 	if err == nil {
 		r.Close()
 		t.Fatal("Open without REPLICATION SLAVE succeeded")

@@ -8,49 +8,21 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/mysql"
 )
-
-// outboxTable is the table the reader decodes.
-const outboxTable = "outbox_events"
-
-// The columns of outbox_events a store.Event is made of, by name.
-const (
-	colID = iota
-	colAggregateType
-	colAggregateID
-	colAggregateSeq
-	colEventType
-	colSchemaVersion
-	colPayload
-	colHeaders
-	colOccurredAt
-	colCount
-)
-
-var columnNames = [colCount]string{
-	colID: "id", colAggregateType: "aggregate_type", colAggregateID: "aggregate_id",
-	colAggregateSeq: "aggregate_seq", colEventType: "event_type", colSchemaVersion: "schema_version",
-	colPayload: "payload", colHeaders: "headers", colOccurredAt: "occurred_at",
-}
 
 // errNoColumnNames is the decoding error of a table map without column
 // names.
 var errNoColumnNames = errors.New("the binlog's table map of outbox_events carries no column names: " +
 	"set binlog_row_metadata=FULL on the server (rows are decoded by column name)")
 
-// colFields is the optional column of the fields a foreign table's copy
-// brings (migration 8): rows written before it have none.
-const colFields = "fields"
-
 // columnIndex locates each needed column in one version of outbox_events'
 // table map: a migration that adds, drops or reorders columns yields a new
 // table map, and so a new index.
 type columnIndex struct {
 	table *replication.TableMapEvent
-	at    [colCount]int
-	// fields is the index of colFields, -1 when the table has none.
-	fields int
+	changestream.Columns
 }
 
 func newColumnIndex(tm *replication.TableMapEvent) (*columnIndex, error) {
@@ -58,96 +30,76 @@ func newColumnIndex(tm *replication.TableMapEvent) (*columnIndex, error) {
 	if len(names) == 0 {
 		return nil, errNoColumnNames
 	}
-	ix := &columnIndex{table: tm, fields: -1}
-	for c := range ix.at {
-		ix.at[c] = -1
+	cols, err := changestream.LocateColumns(names)
+	if err != nil {
+		return nil, fmt.Errorf("the binlog's table map of outbox_events has %w", err)
 	}
-	for i, name := range names {
-		if name == colFields {
-			ix.fields = i
-		}
-		for c, want := range columnNames {
-			if name == want {
-				ix.at[c] = i
-			}
-		}
-	}
-	for c, i := range ix.at {
-		if i < 0 {
-			return nil, fmt.Errorf("the binlog's table map of outbox_events has no column %s (columns: %v)", columnNames[c], names)
-		}
-	}
-	return ix, nil
+	return &columnIndex{table: tm, Columns: cols}, nil
 }
 
 // checkPresent fails when the row image of e lacks a needed column, which
 // only a row image other than FULL does.
 func (ix *columnIndex) checkPresent(e *replication.RowsEvent) error {
-	for c, i := range ix.at {
+	for c, i := range ix.At {
 		if i >= len(e.ColumnBitmap1)*8 || e.ColumnBitmap1[i/8]&(1<<(i%8)) == 0 {
-			return fmt.Errorf("an outbox_events row image lacks column %s: set binlog_row_image=FULL on the server", columnNames[c])
+			return fmt.Errorf("an outbox_events row image lacks column %s: set binlog_row_image=FULL on the server", changestream.Column(c))
 		}
 	}
 	return nil
 }
 
 // event turns one inserted row into the store.Event the polling path's
-// claim would return for it: the same bytes, the same headers map, the same
-// UTC time, decoded by the same store.RawEvent.Decode, so a value another
-// writer got wrong is the event's Defect (the relay quarantines it), not an
-// error of the stream. Only a row image herald cannot read at all (a NULL
-// or a type the table's definition rules out) is an error. Attempts is 0:
-// nothing claimed it.
+// claim would return for it (changestream.Event): the same bytes, the same
+// headers map, the same UTC time. Only a row image herald cannot read at
+// all (a NULL or a type the table's definition rules out) is an error.
 func (ix *columnIndex) event(row []any) (store.Event, error) {
 	var raw store.RawEvent
 	var err error
-	text := func(c int) string {
+	col := func(c changestream.Column) any { return row[ix.At[c]] }
+	text := func(c changestream.Column) string {
 		if err != nil {
 			return ""
 		}
 		var s string
-		s, err = asText(row[ix.at[c]], columnNames[c])
+		s, err = asText(col(c), c.String())
 		return s
 	}
-	raw.ID = text(colID)
-	raw.AggregateType = text(colAggregateType)
-	raw.AggregateID = text(colAggregateID)
-	raw.EventType = text(colEventType)
+	raw.ID = text(changestream.ColID)
+	raw.AggregateType = text(changestream.ColAggregateType)
+	raw.AggregateID = text(changestream.ColAggregateID)
+	raw.EventType = text(changestream.ColEventType)
 	if err != nil {
 		return store.Event{}, err
 	}
 	fail := func(err error) (store.Event, error) {
 		return store.Event{ID: raw.ID}, fmt.Errorf("event %s: %w", raw.ID, err)
 	}
-	if raw.AggregateSeq, err = asUint(row[ix.at[colAggregateSeq]], 64, columnNames[colAggregateSeq]); err != nil {
+	if raw.AggregateSeq, err = asUint(col(changestream.ColAggregateSeq), 64, changestream.ColAggregateSeq.String()); err != nil {
 		return fail(err)
 	}
-	v, err := asUint(row[ix.at[colSchemaVersion]], 16, columnNames[colSchemaVersion])
+	v, err := asUint(col(changestream.ColSchemaVersion), 16, changestream.ColSchemaVersion.String())
 	if err != nil {
 		return fail(err)
 	}
 	raw.SchemaVersion = int64(v)
-	if raw.Payload, err = asBytes(row[ix.at[colPayload]], columnNames[colPayload]); err != nil {
+	if raw.Payload, err = asBytes(col(changestream.ColPayload), changestream.ColPayload.String()); err != nil {
 		return fail(err)
 	}
-	if h := row[ix.at[colHeaders]]; h != nil {
-		if raw.Headers, err = asBytes(h, columnNames[colHeaders]); err != nil {
+	if h := col(changestream.ColHeaders); h != nil {
+		if raw.Headers, err = asBytes(h, changestream.ColHeaders.String()); err != nil {
 			return fail(err)
 		}
 	}
-	if ix.fields >= 0 && ix.fields < len(row) && row[ix.fields] != nil {
-		if raw.Fields, err = asBytes(row[ix.fields], colFields); err != nil {
+	if ix.Fields >= 0 && ix.Fields < len(row) && row[ix.Fields] != nil {
+		if raw.Fields, err = asBytes(row[ix.Fields], changestream.FieldsColumn); err != nil {
 			return fail(err)
 		}
 	}
-	occurred, err := asTime(row[ix.at[colOccurredAt]], columnNames[colOccurredAt])
+	occurred, err := asTime(col(changestream.ColOccurredAt), changestream.ColOccurredAt.String())
 	if err != nil {
 		return fail(err)
 	}
-	e := raw.Decode()
-	e.OccurredAt = occurred
-	e.Bucket = mysql.Dialect{}.BucketOf(e.AggregateType, e.AggregateID)
-	return e, nil
+	return changestream.Event(raw, occurred, mysql.Dialect{}.BucketOf), nil
 }
 
 func asText(v any, col string) (string, error) {

@@ -33,8 +33,8 @@ func TestDisruptiveMariaDBRestart(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	cfg.ReconnectBackoffCap = time.Second
 	readers := map[string]*binlog.Reader{
-		"gtid": openWith(t, cfg, e.head(t)),
-		"file": openWith(t, cfg, e.fileHead(t)),
+		"gtid": openWith(t, e.db.DB, cfg, e.head(t)),
+		"file": openWith(t, e.db.DB, cfg, e.fileHead(t)),
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

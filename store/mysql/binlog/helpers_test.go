@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/mysql"
 	"github.com/herald-outbox/herald/store/mysql/binlog"
 	"github.com/herald-outbox/herald/testkit/testenv"
@@ -99,21 +100,23 @@ func (e *env) fileHead(t testing.TB) binlog.Position {
 
 // config is a reader config for e's database with a quick heartbeat.
 func (e *env) config() binlog.Config {
-	return binlog.Config{DSN: e.db.DSN, HeartbeatPeriod: 100 * time.Millisecond, LagInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	return binlog.Config{DSN: e.db.DSN, Config: changestream.Config{HeartbeatPeriod: 100 * time.Millisecond,
+		LagInterval: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}}
 }
 
 // open opens a reader from from, closed when t ends.
 func (e *env) open(t testing.TB, from binlog.Position) *binlog.Reader {
 	t.Helper()
-	return openWith(t, e.config(), from)
+	return openWith(t, e.db.DB, e.config(), from)
 }
 
-func openWith(t testing.TB, cfg binlog.Config, from binlog.Position) *binlog.Reader {
+// openWith opens a reader from from with cfg, its queries on db (a pool as
+// cfg.DSN's user), closed when t ends.
+func openWith(t testing.TB, db *sql.DB, cfg binlog.Config, from binlog.Position) *binlog.Reader {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nextTimeout)
 	defer cancel()
-	r, err := binlog.Open(ctx, cfg, from)
+	r, err := binlog.Open(ctx, db, cfg, from)
 	if err != nil {
 		t.Fatalf("open from %s: %v", from, err)
 	}
@@ -122,7 +125,7 @@ func openWith(t testing.TB, cfg binlog.Config, from binlog.Position) *binlog.Rea
 }
 
 // next returns the reader's next Tx, heartbeats included.
-func next(t testing.TB, r *binlog.Reader) binlog.Tx {
+func next(t testing.TB, r *binlog.Reader) changestream.Tx {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nextTimeout)
 	defer cancel()
@@ -135,7 +138,7 @@ func next(t testing.TB, r *binlog.Reader) binlog.Tx {
 
 // nextEvents returns the reader's next transaction with events, skipping
 // heartbeats.
-func nextEvents(t testing.TB, r *binlog.Reader) binlog.Tx {
+func nextEvents(t testing.TB, r *binlog.Reader) changestream.Tx {
 	t.Helper()
 	deadline := time.Now().Add(nextTimeout)
 	for time.Now().Before(deadline) {
@@ -144,13 +147,13 @@ func nextEvents(t testing.TB, r *binlog.Reader) binlog.Tx {
 		}
 	}
 	t.Fatalf("no transaction with events within %v", nextTimeout)
-	return binlog.Tx{}
+	return changestream.Tx{}
 }
 
 // readEvents reads transactions until n events arrived and returns them.
-func readEvents(t testing.TB, r *binlog.Reader, n int) ([]binlog.Tx, []store.Event) {
+func readEvents(t testing.TB, r *binlog.Reader, n int) ([]changestream.Tx, []store.Event) {
 	t.Helper()
-	var txs []binlog.Tx
+	var txs []changestream.Tx
 	var events []store.Event
 	for len(events) < n {
 		tx := nextEvents(t, r)
@@ -193,27 +196,6 @@ func expectQuiet(t testing.TB, r *binlog.Reader, wait time.Duration) {
 	}
 }
 
-// claimAll claims every ready event of db through the polling path's store
-// (one claim, as a relay owning every bucket) and returns them by id.
-func claimAll(t testing.TB, db *sql.DB) map[string]store.Event {
-	t.Helper()
-	st := mysql.NewStore(db)
-	ctx := context.Background()
-	rb, err := st.Rebalance(ctx, store.RebalanceRequest{RelayID: "golden", Lease: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := st.Claim(ctx, store.ClaimRequest{Ownership: rb.Ownership, Limit: 100_000, Policy: store.OrderHold})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]store.Event{}
-	for _, e := range c.Events {
-		out[e.ID] = e
-	}
-	return out
-}
-
 // lastGTIDSeq returns the sequence number of the MariaDB GTID the session
 // of conn committed last.
 func lastGTIDSeq(t testing.TB, conn *sql.Conn) (domain, seq uint64) {
@@ -240,10 +222,10 @@ func parseGTID(t testing.TB, gtid string) (domain, seq uint64) {
 }
 
 // positionSeq returns the sequence number of domain in a MariaDB GTID
-// position's text.
-func positionSeq(t testing.TB, p binlog.Position, domain uint64) uint64 {
+// position's text p.
+func positionSeq(t testing.TB, p string, domain uint64) uint64 {
 	t.Helper()
-	text, ok := strings.CutPrefix(p.String(), "mariadb-gtid:")
+	text, ok := strings.CutPrefix(p, "mariadb-gtid:")
 	if !ok {
 		t.Fatalf("position %s is not a MariaDB GTID position", p)
 	}

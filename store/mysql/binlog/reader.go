@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -17,33 +16,24 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/herald-outbox/herald/backoff"
-	"github.com/herald-outbox/herald/store/mysql"
+	"github.com/herald-outbox/herald/store/changestream"
 )
-
-// ErrPositionPurged means the server cannot stream from the position: the
-// binlogs holding it were purged (or it names a file or GTID the server
-// never had). The caller falls back to a sweep of the outbox and opens a
-// new stream from a Head taken before it.
-var ErrPositionPurged = errors.New("binlog: the server no longer has the position's binlog")
-
-// ErrClosed is returned by Next once the Reader is closed.
-var ErrClosed = errors.New("binlog: reader closed")
 
 // eventBuffer is how many binlog events the connection reads ahead of Next.
 // Small, since one event may hold a row of several MB.
 const eventBuffer = 128
 
 // Reader streams the committed inserts into the outbox_events table of one
-// database from a MariaDB or MySQL server's binlog, as a replica would. Next
-// is called from one goroutine; Lag and Close from any.
+// database from a MariaDB or MySQL server's binlog, as a replica would: a
+// changestream.Reader. Next is called from one goroutine; Lag and Close
+// from any.
 type Reader struct {
 	cfg    Config
 	dsn    *driver.Config
 	flavor string
 	// schema is the outbox's database.
 	schema string
-	// db runs the queries behind Lag.
+	// db runs the queries behind Lag: the caller's pool, not closed here.
 	db *sql.DB
 
 	closing   context.Context
@@ -69,19 +59,24 @@ type Reader struct {
 	prepared []preparedXA
 	// lastReturn is when Next last returned a Tx (heartbeat pacing).
 	lastReturn time.Time
-	// reconnects counts connection attempts since the stream last
+	// reconnect paces the connection attempts since the stream last
 	// completed a transaction.
-	reconnects int
+	reconnect *changestream.Reconnector
 
 	lag lagState
 }
 
+var _ changestream.Reader = (*Reader)(nil)
+
 // Open connects to the server of cfg.DSN and starts reading the binlog
-// after from (a Position from Head or from a Tx). A position the server no
-// longer has is ErrPositionPurged (errors.Is), here or later from Next.
-// Open fails with a message naming the grant when herald's user lacks
-// REPLICATION SLAVE or BINLOG MONITOR / REPLICATION CLIENT.
-func Open(ctx context.Context, cfg Config, from Position) (*Reader, error) {
+// after from (a Position from Head or from a Tx); db is a pool on the same
+// database, for the reader's queries (the caller closes it, after the
+// reader). A position the server no longer has, or one of another flavor
+// (a MariaDB GTID position on MySQL), is changestream.ErrPositionGone
+// (errors.Is), here or later from Next. Open fails with a message naming
+// the grant when herald's user lacks REPLICATION SLAVE or BINLOG MONITOR /
+// REPLICATION CLIENT.
+func Open(ctx context.Context, db *sql.DB, cfg Config, from Position) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -93,20 +88,18 @@ func Open(ctx context.Context, cfg Config, from Position) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("binlog: open: %w", err) // validated: unreachable
 	}
-	db, err := mysql.Open(ctx, cfg.DSN)
-	if err != nil {
-		return nil, fmt.Errorf("binlog: open: %w", err)
-	}
-	db.SetMaxOpenConns(2)
 	r := &Reader{cfg: cfg, dsn: dsn, schema: dsn.DBName, db: db, from: from, pollDone: make(chan struct{}),
-		lastReturn: time.Now()}
+		lastReturn: time.Now(), reconnect: changestream.NewReconnector(cfg.Config, "binlog")}
 	r.closing, r.close = context.WithCancel(context.Background())
 	if err := r.open(ctx); err != nil {
 		close(r.pollDone) // the poller never started
 		r.Close()
 		return nil, err
 	}
-	go r.pollLag()
+	go func() {
+		defer close(r.pollDone)
+		changestream.PollLag(r.closing, r.cfg.Config, "binlog", "the server's binlog files", r.pollFiles)
+	}()
 	return r, nil
 }
 
@@ -119,15 +112,13 @@ func (r *Reader) open(ctx context.Context) error {
 	}
 	switch {
 	case r.from.kind == kindMariaDB && r.flavor != gomysql.MariaDBFlavor:
-		return fmt.Errorf("binlog: open: %s is a MariaDB position but the server is MySQL", r.from)
+		return fmt.Errorf("%w: %s is a MariaDB position but the server is MySQL", changestream.ErrPositionGone, r.from)
 	case r.from.kind == kindMySQL && r.flavor != gomysql.MySQLFlavor:
-		return fmt.Errorf("binlog: open: %s is a MySQL position but the server is MariaDB", r.from)
+		return fmt.Errorf("%w: %s is a MySQL position but the server is MariaDB", changestream.ErrPositionGone, r.from)
 	}
-	files, skew, err := pollLag(qctx, r.db)
-	if err != nil {
+	if err := r.pollFiles(qctx); err != nil {
 		return fmt.Errorf("binlog: open: read the binlog's files: %w", withGrantHint(err, r.flavor))
 	}
-	r.lag.polled(files, skew)
 	if err := r.connect(ctx); err != nil {
 		if f := fatal(err, r.from); f != nil {
 			return f
@@ -142,89 +133,60 @@ func (r *Reader) open(ctx context.Context) error {
 // with backoff, after a lost connection or a server restart, from the last
 // position it returned; binlog rotation is invisible. Rolled-back
 // transactions never appear. It returns ctx's error when ctx ends (a later
-// call goes on where this one stopped), ErrClosed after Close,
-// ErrPositionPurged when the server cannot stream from the position, and
-// other errors for what retrying cannot fix (decoding, grants).
-func (r *Reader) Next(ctx context.Context) (Tx, error) {
+// call goes on where this one stopped), changestream.ErrClosed after
+// Close, changestream.ErrPositionGone when the server cannot stream from
+// the position, and other errors for what retrying cannot fix (decoding,
+// grants).
+func (r *Reader) Next(ctx context.Context) (changestream.Tx, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(r.closing, cancel)
 	defer stop()
 	for {
 		if r.stream == nil {
-			if err := r.reconnect(ctx); err != nil {
-				return Tx{}, r.stopped(err)
+			if err := r.reconnect.Reconnect(ctx, r.from.String(), r.connect, func(err error) error { return fatal(err, r.from) }); err != nil {
+				return changestream.Tx{}, r.stopped(err)
 			}
 			continue
 		}
 		ev, err := r.stream.GetEvent(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return Tx{}, r.stopped(ctx.Err())
+				return changestream.Tx{}, r.stopped(ctx.Err())
 			}
 			r.dropStream()
 			if err := fatal(err, r.from); err != nil {
-				return Tx{}, err
+				return changestream.Tx{}, err
 			}
-			r.cfg.Logger.Warn("binlog: stream lost; reconnecting", slog.String("error", err.Error()),
-				slog.String("position", r.from.String()))
+			r.reconnect.Lost(err, r.from.String())
 			continue
 		}
-		tx, ok, err := r.handle(ev)
+		t, ok, err := r.handle(ev)
 		if err != nil {
 			// The next call starts over from the last position returned and
 			// meets the same error: nothing after it is skipped.
 			r.dropStream()
-			return Tx{}, err
+			return changestream.Tx{}, err
 		}
-		if ok && tx.Position.IsZero() {
+		if !ok {
+			continue
+		}
+		tx := changestream.Tx{Events: t.events, CommitTime: t.commit}
+		if t.at.IsZero() {
 			return tx, nil // a chunk: the position stays at the transaction's start
 		}
-		if ok {
-			r.from, r.cur.moved, r.lastReturn = tx.Position, false, time.Now()
-			return tx, nil
-		}
+		tx.Position = t.at.String()
+		r.from, r.cur.moved, r.lastReturn = t.at, false, time.Now()
+		return tx, nil
 	}
 }
 
-// stopped returns ErrClosed after Close, else err.
+// stopped returns changestream.ErrClosed after Close, else err.
 func (r *Reader) stopped(err error) error {
 	if r.closing.Err() != nil {
-		return ErrClosed
+		return changestream.ErrClosed
 	}
 	return err
-}
-
-// reconnect waits out the backoff, then connects from the last position
-// returned. Errors retrying can fix are logged and reported as nil (the
-// caller loops); others are returned.
-func (r *Reader) reconnect(ctx context.Context) error {
-	if r.reconnects > 0 {
-		wait := backoff.Delay(r.reconnects-1, r.cfg.ReconnectBackoffBase, r.cfg.ReconnectBackoffCap, rand.Float64())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	r.reconnects++
-	err := r.connect(ctx)
-	if err == nil {
-		r.cfg.Logger.Info("binlog: stream reconnected", slog.String("position", r.from.String()),
-			slog.Int("attempt", r.reconnects))
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err := fatal(err, r.from); err != nil {
-		return err
-	}
-	r.cfg.Logger.Warn("binlog: reconnection failed", slog.String("error", err.Error()),
-		slog.Int("attempt", r.reconnects), slog.String("position", r.from.String()))
-	return nil
 }
 
 // connect starts a stream from r.from and waits until the server accepted
@@ -233,7 +195,7 @@ func (r *Reader) connect(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return ErrClosed
+		return changestream.ErrClosed
 	}
 	s := replication.NewBinlogSyncer(r.syncerConfig())
 	r.syncer = s
@@ -333,17 +295,10 @@ func (r *Reader) decodeRows(e *replication.RowsEvent, data []byte) error {
 		return nil
 	}
 	if err := e.DecodeData(pos, data); err != nil {
-		return &decodeError{fmt.Errorf("binlog: decode a row event of %s.%s: %w", r.schema, outboxTable, err)}
+		return &changestream.DecodeError{Err: fmt.Errorf("binlog: decode a row event of %s.%s: %w", r.schema, changestream.OutboxTable, err)}
 	}
 	return nil
 }
-
-// decodeError is an outbox row event the decoder cannot read: reading it
-// again cannot help.
-type decodeError struct{ err error }
-
-func (e *decodeError) Error() string { return e.err.Error() }
-func (e *decodeError) Unwrap() error { return e.err }
 
 // dropStream ends the current connection.
 func (r *Reader) dropStream() {
@@ -368,8 +323,7 @@ func (r *Reader) dropSyncer(s *replication.BinlogSyncer) {
 // fatal returns the error to hand to Next's caller for err, or nil when a
 // new connection may fix it.
 func fatal(err error, from Position) error {
-	var de *decodeError
-	if errors.Is(err, ErrClosed) || errors.As(err, &de) {
+	if changestream.Permanent(err) {
 		return err
 	}
 	var ge *gomysql.MyError
@@ -382,7 +336,7 @@ func fatal(err error, from Position) error {
 		for _, gone := range []string{"purged", "could not find", "not in the master's binlog", "impossible position",
 			"position > file size", "diverged"} {
 			if strings.Contains(msg, gone) {
-				return fmt.Errorf("%w: %s: %s", ErrPositionPurged, from, ge.Message)
+				return fmt.Errorf("%w: binlog: %s: %s", changestream.ErrPositionGone, from, ge.Message)
 			}
 		}
 		return fmt.Errorf("binlog: the server cannot stream from %s: %w", from, ge)
@@ -405,38 +359,16 @@ func (r *Reader) Lag() (bytes int64, seconds float64) {
 	return r.lag.lag(time.Now())
 }
 
-// pollLag reads the server's binlog files every LagInterval until Close.
-func (r *Reader) pollLag() {
-	defer close(r.pollDone)
-	t := time.NewTicker(r.cfg.LagInterval)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-r.closing.Done():
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(r.closing, r.cfg.Timeout)
-		files, skew, err := pollLag(ctx, r.db)
-		cancel()
-		switch {
-		case err != nil && r.closing.Err() != nil:
-			return
-		case err != nil:
-			if !failing {
-				r.cfg.Logger.Warn("binlog: cannot read the server's binlog files; lag unknown", slog.String("error", err.Error()))
-			}
-			failing = true
-		case failing:
-			r.cfg.Logger.Info("binlog: reading the server's binlog files again")
-			failing = false
-		}
-		r.lag.polled(files, skew)
-	}
+// pollFiles reads the server's binlog files and clock once for Lag; they
+// are unknown while the read fails.
+func (r *Reader) pollFiles(ctx context.Context) error {
+	files, skew, err := pollLag(ctx, r.db)
+	r.lag.polled(files, skew)
+	return err
 }
 
-// Close stops the reader: a blocked Next returns ErrClosed.
+// Close stops the reader: a blocked Next returns changestream.ErrClosed.
+// The caller's pool stays open.
 func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
 		r.close()
@@ -449,7 +381,6 @@ func (r *Reader) Close() error {
 		if s != nil {
 			s.Close()
 		}
-		r.db.Close()
 	})
 	return nil
 }

@@ -12,30 +12,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 )
 
-// Tx is one committed transaction's inserts into outbox_events, in insert
-// order, or a chunk of them, or, with no Events, a heartbeat that only
-// moves the position forward (the server was idle, or its transactions
-// wrote no outbox).
-type Tx struct {
-	// Events are the transaction's new outbox rows, as the polling path's
-	// claim would return them (Attempts 0).
-	Events []store.Event
-	// Position is right after this transaction: a Reader opened from it
-	// never returns this transaction again. It is zero for a chunk of a
-	// transaction larger than Config.ChunkEvents that more of it follows:
-	// a position inside a transaction cannot be resumed from.
-	Position Position
-	// CommitTime is the server's commit time of the transaction (of the
-	// last transaction Position covers, for a heartbeat): to the second on
-	// MariaDB (the commit event's timestamp), to the microsecond on MySQL
-	// 8 (the GTID event's immediate commit timestamp).
-	CommitTime time.Time
+// txn is a transaction (or a chunk, or a heartbeat) the assembly
+// completed: changestream.Tx's fields, with its position typed (zero for a
+// chunk).
+type txn struct {
+	events []store.Event
+	at     Position
+	commit time.Time
 }
-
-// IsHeartbeat reports whether t carries no event.
-func (t Tx) IsHeartbeat() bool { return len(t.Events) == 0 }
 
 // cursor is where the reader stands in the binlog: after the last
 // transaction it read, returned or not.
@@ -133,13 +120,13 @@ type mysqlGTID struct {
 
 // handle feeds one binlog event to the transaction assembly; ok says it
 // completed a Tx to return.
-func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error) {
+func (r *Reader) handle(ev *replication.BinlogEvent) (tx txn, ok bool, err error) {
 	h := ev.Header
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
 		r.cur.file, r.cur.offset = string(e.NextLogName), uint32(e.Position)
 		r.lag.rotate(r.cur.file, r.cur.offset)
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.MariadbGTIDEvent:
 		r.begin()
 		r.group.mariadb = &mariadbGTID{domain: e.GTID.DomainID, server: e.GTID.ServerID, seq: e.GTID.SequenceNumber}
@@ -151,13 +138,13 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		// MariaDB writes no BEGIN (nor XA START): the GTID event of a group
 		// that is not a single statement opens the transaction.
 		r.group.began = !r.group.standalone
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.GTIDEvent:
 		r.beginMySQL(e, gomysql.Tag{})
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.GtidTaggedLogEvent:
 		r.beginMySQL(&e.GTIDEvent, e.Tag)
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.QueryEvent:
 		return r.query(h, string(e.Query))
 	case *replication.XIDEvent:
@@ -165,14 +152,14 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 		return tx, ok, nil
 	case *replication.RowsEvent:
 		if err := r.rows(e); err != nil {
-			return Tx{}, false, err
+			return txn{}, false, err
 		}
 		if g := &r.group; g.whole && len(g.events) >= r.cfg.ChunkEvents {
 			chunk := g.events
 			g.events, g.chunked = nil, true
-			return Tx{Events: chunk}, true, nil
+			return txn{events: chunk}, true, nil
 		}
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.TransactionPayloadEvent:
 		// MySQL's compressed transaction: its events, at the payload's end.
 		for _, inner := range e.Events {
@@ -181,14 +168,14 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 				return tx, ok, err
 			}
 		}
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.HeartbeatEvent:
 		// The server has nothing more to send: the reader is at the head.
 		r.lag.caughtUp(e.Filename, h.LogPos)
 		if r.cur.moved && !r.group.open {
 			return r.heartbeat(), true, nil
 		}
-		return Tx{}, false, nil
+		return txn{}, false, nil
 	case *replication.GenericEvent:
 		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
 			return r.endXAPrepare(h, e.Data)
@@ -197,7 +184,7 @@ func (r *Reader) handle(ev *replication.BinlogEvent) (tx Tx, ok bool, err error)
 	if !r.group.open && h.LogPos > 0 {
 		r.lag.advance(r.cur.file, h.LogPos)
 	}
-	return Tx{}, false, nil
+	return txn{}, false, nil
 }
 
 // begin opens a group; one still open was never committed in this stream
@@ -222,7 +209,7 @@ func (r *Reader) beginMySQL(e *replication.GTIDEvent, tag gomysql.Tag) {
 
 // query handles a statement: BEGIN, COMMIT, ROLLBACK, or a statement of its
 // own (DDL, which is a transaction by itself).
-func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
+func (r *Reader) query(h *replication.EventHeader, q string) (txn, bool, error) {
 	switch stmt := strings.ToUpper(strings.TrimSpace(q)); {
 	case stmt == "BEGIN", strings.HasPrefix(stmt, "XA START"):
 		if !r.group.open {
@@ -279,7 +266,7 @@ func (r *Reader) query(h *replication.EventHeader, q string) (Tx, bool, error) {
 		tx, ok := r.commit(h, false)
 		return tx, ok, nil
 	}
-	return Tx{}, false, nil
+	return txn{}, false, nil
 }
 
 // savepointName returns the savepoint named after prefix in stmt, unquoted
@@ -313,12 +300,12 @@ func (r *Reader) rows(e *replication.RowsEvent) error {
 	if r.columns == nil || r.columns.table != e.Table {
 		ix, err := newColumnIndex(e.Table)
 		if err != nil {
-			return fmt.Errorf("binlog: decode %s.%s: %w", r.schema, outboxTable, err)
+			return fmt.Errorf("binlog: decode %s.%s: %w", r.schema, changestream.OutboxTable, err)
 		}
 		r.columns = ix
 	}
 	if err := r.columns.checkPresent(e); err != nil {
-		return fmt.Errorf("binlog: decode %s.%s: %w", r.schema, outboxTable, err)
+		return fmt.Errorf("binlog: decode %s.%s: %w", r.schema, changestream.OutboxTable, err)
 	}
 	if !r.group.open {
 		r.begin()
@@ -326,7 +313,7 @@ func (r *Reader) rows(e *replication.RowsEvent) error {
 	for _, row := range e.Rows {
 		ev, err := r.columns.event(row)
 		if err != nil {
-			return fmt.Errorf("binlog: decode %s.%s after %s: %w", r.schema, outboxTable, r.cur.position(), err)
+			return fmt.Errorf("binlog: decode %s.%s after %s: %w", r.schema, changestream.OutboxTable, r.cur.position(), err)
 		}
 		r.group.events = append(r.group.events, ev)
 	}
@@ -335,13 +322,13 @@ func (r *Reader) rows(e *replication.RowsEvent) error {
 
 // isOutbox reports whether tm is the outbox table of the reader's database.
 func (r *Reader) isOutbox(tm *replication.TableMapEvent) bool {
-	return tm != nil && string(tm.Table) == outboxTable && string(tm.Schema) == r.schema
+	return tm != nil && string(tm.Table) == changestream.OutboxTable && string(tm.Schema) == r.schema
 }
 
 // commit ends the open group at the event h: the cursor moves past it, and
 // with deliver its events make a Tx. A group without events makes a
 // heartbeat when one is due.
-func (r *Reader) commit(h *replication.EventHeader, deliver bool) (Tx, bool) {
+func (r *Reader) commit(h *replication.EventHeader, deliver bool) (txn, bool) {
 	g := r.group
 	r.group = group{}
 	if g.mariadb != nil && r.cur.kind == kindMariaDB {
@@ -358,27 +345,28 @@ func (r *Reader) commit(h *replication.EventHeader, deliver bool) (Tx, bool) {
 		r.cur.commit = time.Unix(int64(h.Timestamp), 0).UTC()
 	}
 	r.cur.moved = true
-	r.reconnects = 0
+	r.reconnect.Progressed()
 	r.lag.read(r.cur.file, r.cur.offset, r.cur.commit)
 	if deliver && (len(g.events) > 0 || g.chunked) {
-		return Tx{Events: g.events, Position: r.position(), CommitTime: r.cur.commit}, true
+		return txn{events: g.events, at: r.position(), commit: r.cur.commit}, true
 	}
 	if time.Since(r.lastReturn) >= r.cfg.HeartbeatPeriod {
 		return r.heartbeat(), true
 	}
-	return Tx{}, false
+	return txn{}, false
 }
 
 // endXAPrepare ends the first half of an XA transaction. Its rows are
 // committed or rolled back later by an XA COMMIT or XA ROLLBACK that
 // carries no rows: the reader keeps them until then, and until then hands
 // out no position past the one before them (a stream resumed from there
-// reads the prepared half again; docs/design.md, section 9.7).
-func (r *Reader) endXAPrepare(h *replication.EventHeader, data []byte) (Tx, bool, error) {
+// reads the prepared half again; docs/design.md, "Transactions of any
+// size").
+func (r *Reader) endXAPrepare(h *replication.EventHeader, data []byte) (txn, bool, error) {
 	if g := r.group; len(g.events) > 0 {
 		xid, err := preparedXID(data)
 		if err != nil {
-			return Tx{}, false, &decodeError{fmt.Errorf("binlog: XA PREPARE at %s: %w", r.cur.position(), err)}
+			return txn{}, false, &changestream.DecodeError{Err: fmt.Errorf("binlog: XA PREPARE at %s: %w", r.cur.position(), err)}
 		}
 		r.prepared = append(r.prepared, preparedXA{xid: xid, events: g.events, before: g.start})
 	}
@@ -428,7 +416,7 @@ func (r *Reader) position() Position {
 	return r.cur.position()
 }
 
-// heartbeat is a Tx without events at the cursor.
-func (r *Reader) heartbeat() Tx {
-	return Tx{Position: r.position(), CommitTime: r.cur.commit}
+// heartbeat is a txn without events at the cursor.
+func (r *Reader) heartbeat() txn {
+	return txn{at: r.position(), commit: r.cur.commit}
 }

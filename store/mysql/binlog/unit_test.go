@@ -11,6 +11,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 )
 
 func TestParsePosition(t *testing.T) {
@@ -100,15 +101,16 @@ func TestConfigValidate(t *testing.T) {
 		{"no DSN", Config{}, []string{"DSN"}},
 		{"no database", Config{DSN: "herald:secret@tcp(127.0.0.1:3306)/"}, []string{"DSN"}},
 		{"bad DSN", Config{DSN: "herald:secret@nonsense"}, []string{"DSN"}},
-		{"negatives", Config{DSN: dsn, HeartbeatPeriod: -1, ReadTimeout: -1, Timeout: -1, ReconnectBackoffBase: -1,
-			ReconnectBackoffCap: -1, LagInterval: -1},
-			[]string{"HeartbeatPeriod", "ReadTimeout", "Timeout", "ReconnectBackoffBase", "ReconnectBackoffCap", "LagInterval"}},
-		{"tiny heartbeat", Config{DSN: dsn, HeartbeatPeriod: time.Microsecond}, []string{"HeartbeatPeriod"}},
-		{"read timeout under heartbeat", Config{DSN: dsn, HeartbeatPeriod: 5 * time.Second, ReadTimeout: 5 * time.Second},
-			[]string{"ReadTimeout"}},
-		{"long heartbeat stretches the default read timeout", Config{DSN: dsn, HeartbeatPeriod: time.Minute}, nil},
-		{"cap under base", Config{DSN: dsn, ReconnectBackoffBase: time.Second, ReconnectBackoffCap: time.Millisecond},
-			[]string{"ReconnectBackoffCap"}},
+		// The settings every reader takes are checked first (changestream.Config), then the binlog's own.
+		{"negatives", Config{DSN: dsn, ReadTimeout: -1, Config: changestream.Config{HeartbeatPeriod: -1, Timeout: -1,
+			ReconnectBackoffBase: -1, ReconnectBackoffCap: -1, LagInterval: -1}},
+			[]string{"HeartbeatPeriod", "Timeout", "ReconnectBackoffBase", "ReconnectBackoffCap", "LagInterval", "ReadTimeout"}},
+		{"tiny heartbeat", Config{DSN: dsn, Config: changestream.Config{HeartbeatPeriod: time.Microsecond}}, []string{"HeartbeatPeriod"}},
+		{"read timeout under heartbeat", Config{DSN: dsn, ReadTimeout: 5 * time.Second,
+			Config: changestream.Config{HeartbeatPeriod: 5 * time.Second}}, []string{"ReadTimeout"}},
+		{"long heartbeat stretches the default read timeout", Config{DSN: dsn, Config: changestream.Config{HeartbeatPeriod: time.Minute}}, nil},
+		{"cap under base", Config{DSN: dsn, Config: changestream.Config{ReconnectBackoffBase: time.Second,
+			ReconnectBackoffCap: time.Millisecond}}, []string{"ReconnectBackoffCap"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -150,9 +152,9 @@ func leaves(err error) func(func(error) bool) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{DSN: "u:p@tcp(h:1)/d"}.withDefaults()
-	if c.ServerID < ServerIDMin || c.HeartbeatPeriod != HeartbeatPeriodDefault || c.ReadTimeout != ReadTimeoutDefault ||
-		c.Timeout != TimeoutDefault || c.ReconnectBackoffBase != ReconnectBackoffBaseDefault ||
-		c.ReconnectBackoffCap != ReconnectBackoffCapDefault || c.LagInterval != LagIntervalDefault || c.Logger == nil {
+	if c.ServerID < ServerIDMin || c.HeartbeatPeriod != changestream.HeartbeatPeriodDefault || c.ReadTimeout != ReadTimeoutDefault ||
+		c.Timeout != changestream.TimeoutDefault || c.ReconnectBackoffBase != changestream.ReconnectBackoffBaseDefault ||
+		c.ReconnectBackoffCap != changestream.ReconnectBackoffCapDefault || c.LagInterval != changestream.LagIntervalDefault || c.Logger == nil {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -303,8 +305,8 @@ func TestFatal(t *testing.T) {
 		{"missing file", &gomysql.MyError{Code: errFatalReadingBinlog, Message: "Could not find first log file name in binary log index file"}, true, "Could not find"},
 		{"other fatal read", &gomysql.MyError{Code: errFatalReadingBinlog, Message: "log event entry exceeded max_allowed_packet"}, false, "cannot stream from file:b.000001:4"},
 		{"no grant", &gomysql.MyError{Code: errAccessDenied, Message: "Access denied for user"}, false, "GRANT REPLICATION SLAVE ON *.*"},
-		{"closed", ErrClosed, false, "closed"},
-		{"undecodable row", fmt.Errorf("parse: %w", &decodeError{errors.New("binlog: decode a row event of d.outbox_events: bad")}),
+		{"closed", changestream.ErrClosed, false, "closed"},
+		{"undecodable row", fmt.Errorf("parse: %w", &changestream.DecodeError{Err: errors.New("binlog: decode a row event of d.outbox_events: bad")}),
 			false, "decode a row event"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,7 +317,7 @@ func TestFatal(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.says) || errors.Is(err, ErrPositionPurged) != tc.purged {
+			if err == nil || !strings.Contains(err.Error(), tc.says) || errors.Is(err, changestream.ErrPositionGone) != tc.purged {
 				t.Fatalf("fatal: %v, want one saying %q (purged %v)", err, tc.says, tc.purged)
 			}
 		})

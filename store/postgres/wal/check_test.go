@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/postgres"
 	"github.com/herald-outbox/herald/store/postgres/wal"
 	"github.com/herald-outbox/herald/testkit/testenv"
@@ -53,15 +54,15 @@ func TestOpenRefusesASlotAheadOfThePosition(t *testing.T) {
 	if _, _, err := wal.Setup(ctx, d.DB, cfg); err != nil { // the slot starts after before
 		t.Fatal(err)
 	}
-	if r, err := wal.Open(ctx, cfg, d.DB, before); err == nil {
+	if r, err := wal.Open(ctx, d.DB, cfg, before); err == nil {
 		r.Close()
 		t.Fatal("Open at a position before the slot's confirmed one succeeded")
 	} else if !strings.Contains(err.Error(), "confirmed") {
 		t.Fatalf("Open: %v, want the slot's confirmed position named", err)
 	}
-	if _, err := wal.Open(ctx, cfg, d.DB, before); err == nil || !isGone(err) {
-		t.Fatalf("Open: %v, want wal.ErrPositionGone", err)
+	if _, err := wal.Open(ctx, d.DB, cfg, before); err == nil || !isGone(err) {
+		t.Fatalf("Open: %v, want changestream.ErrPositionGone", err)
 	}
 }
 
-func isGone(err error) bool { return errors.Is(err, wal.ErrPositionGone) }
+func isGone(err error) bool { return errors.Is(err, changestream.ErrPositionGone) }

@@ -2,32 +2,26 @@ package wal
 
 import (
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/herald-outbox/herald/internal/config"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/postgres"
 )
 
-// Defaults of Config's fields.
+// Defaults of Config's fields (changestream's for the embedded ones).
 const (
-	PublicationDefault          = "herald_outbox"
-	StatusIntervalDefault       = 10 * time.Second
-	HeartbeatPeriodDefault      = time.Second
-	TimeoutDefault              = 10 * time.Second
-	ReconnectBackoffBaseDefault = 250 * time.Millisecond
-	ReconnectBackoffCapDefault  = 5 * time.Second
-	LagIntervalDefault          = time.Second
-	ChunkEventsDefault          = 500
+	PublicationDefault    = "herald_outbox"
+	StatusIntervalDefault = 10 * time.Second
 )
 
 // slotPrefix starts every slot name herald derives (SlotName).
 const slotPrefix = "herald_"
 
-// Config shapes a Reader and the slot functions. URL is required; zero
-// fields take their defaults.
+// Config shapes a Reader, a Source and the slot functions. URL is
+// required; zero fields take their defaults.
 type Config struct {
 	// URL is herald's PostgreSQL URL (postgres://...), naming the outbox's
 	// database: only inserts into that database's outbox_events are read.
@@ -46,39 +40,14 @@ type Config struct {
 	// Publication is the publication that limits the slot to
 	// outbox_events' inserts. Defaults to "herald_outbox".
 	Publication string
-	// Logger receives the reader's logs (reconnections, a slot taken over).
-	// Defaults to slog.Default().
-	Logger *slog.Logger
 	// StatusInterval is how often, at most, the reader goes without telling
 	// the server where it stands (a standby status update: the position
 	// received, and the checkpoint confirmed as flushed). It must stay well
 	// under the server's wal_sender_timeout (60s by default), which ends a
 	// connection that stays silent longer. Defaults to 10s.
 	StatusInterval time.Duration
-	// HeartbeatPeriod is how often, at most, a Reader whose position moved
-	// without outbox inserts (other tables, the server's keepalives) hands
-	// out a heartbeat Tx; an idle reader asks the server for its position
-	// this often. Defaults to 1s.
-	HeartbeatPeriod time.Duration
-	// Timeout bounds each exchange with the server outside the stream:
-	// connecting, starting the stream, the queries on the slot. Defaults
-	// to 10s.
-	Timeout time.Duration
-	// ReconnectBackoffBase is the wait before the first reconnection after
-	// a lost connection; it doubles per failed attempt. Defaults to 250ms.
-	ReconnectBackoffBase time.Duration
-	// ReconnectBackoffCap is the longest wait between reconnections.
-	// Defaults to 5s.
-	ReconnectBackoffCap time.Duration
-	// LagInterval is how often the reader reads the server's WAL position
-	// for Lag. Defaults to 1s.
-	LagInterval time.Duration
-	// ChunkEvents is the most events of one transaction the reader holds:
-	// a larger transaction comes in chunks of this many (Tx without a
-	// Position) before its end. pgoutput sends a transaction only once it
-	// committed, so every chunk is of a committed transaction
-	// (docs/design.md, section 9.7). Defaults to 500.
-	ChunkEvents int
+	// Config holds the settings every change-stream reader takes.
+	changestream.Config
 }
 
 // ConfigError is one invalid field of a Config (the same type as every
@@ -146,30 +115,10 @@ func (c Config) withDefaults() Config {
 	if c.Publication == "" {
 		c.Publication = PublicationDefault
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 	if c.StatusInterval == 0 {
 		c.StatusInterval = StatusIntervalDefault
 	}
-	if c.HeartbeatPeriod == 0 {
-		c.HeartbeatPeriod = HeartbeatPeriodDefault
-	}
-	if c.Timeout == 0 {
-		c.Timeout = TimeoutDefault
-	}
-	if c.ReconnectBackoffBase == 0 {
-		c.ReconnectBackoffBase = ReconnectBackoffBaseDefault
-	}
-	if c.ReconnectBackoffCap == 0 {
-		c.ReconnectBackoffCap = max(ReconnectBackoffCapDefault, c.ReconnectBackoffBase)
-	}
-	if c.LagInterval == 0 {
-		c.LagInterval = LagIntervalDefault
-	}
-	if c.ChunkEvents == 0 {
-		c.ChunkEvents = ChunkEventsDefault
-	}
+	c.Config = changestream.WithDefaults(c.Config)
 	return c
 }
 
@@ -196,23 +145,10 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(d.Publication, `"'`) || len(d.Publication) > 63 {
 		errs.Add("Publication", "%q is not a publication name", c.Publication)
 	}
-	positive := func(field string, v time.Duration) {
-		if v < 0 {
-			errs.Add(field, "must not be negative, got %v", v)
-		}
+	if c.StatusInterval < 0 {
+		errs.Add("StatusInterval", "must not be negative, got %v", c.StatusInterval)
 	}
-	positive("StatusInterval", c.StatusInterval)
-	positive("HeartbeatPeriod", c.HeartbeatPeriod)
-	positive("Timeout", c.Timeout)
-	positive("ReconnectBackoffBase", c.ReconnectBackoffBase)
-	positive("ReconnectBackoffCap", c.ReconnectBackoffCap)
-	positive("LagInterval", c.LagInterval)
-	if c.ChunkEvents < 0 {
-		errs.Add("ChunkEvents", "must not be negative, got %d", c.ChunkEvents)
-	}
-	if c.ReconnectBackoffCap > 0 && c.ReconnectBackoffBase >= 0 && d.ReconnectBackoffCap < d.ReconnectBackoffBase {
-		errs.Add("ReconnectBackoffCap", "must be at least ReconnectBackoffBase (%v), got %v", d.ReconnectBackoffBase, d.ReconnectBackoffCap)
-	}
+	errs = append(errs, config.Leaves(c.Config.Validate())...)
 	if err := errs.Err(); err != nil {
 		return fmt.Errorf("wal reader config: %w", err)
 	}

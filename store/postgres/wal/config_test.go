@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/postgres/wal"
 )
 
@@ -36,8 +37,19 @@ func TestPositionText(t *testing.T) {
 	}
 	a, _ := wal.ParsePosition("pg-lsn:1/0")
 	b, _ := wal.ParsePosition("pg-lsn:0/FFFFFFFF")
-	if !a.Reached(b) || b.Reached(a) || !a.Reached(a) {
+	reached := func(p, target wal.Position) bool {
+		t.Helper()
+		ok, err := p.Reached(target)
+		if err != nil {
+			t.Fatalf("Reached(%s, %s): %v", p, target, err)
+		}
+		return ok
+	}
+	if !reached(a, b) || reached(b, a) || !reached(a, a) {
 		t.Error("Reached does not order by LSN")
+	}
+	if _, err := a.Reached(wal.Position{}); err == nil {
+		t.Error("Reached compared a position with no position")
 	}
 }
 
@@ -66,7 +78,7 @@ func TestSlotNameAndConfig(t *testing.T) {
 		{"no database", wal.Config{URL: "postgres://u@h:5432"}, "URL"},
 		{"a slot the server refuses", wal.Config{URL: "postgres://u@h/db", Slot: "Herald-Slot"}, "Slot"},
 		{"negative interval", wal.Config{URL: "postgres://u@h/db", StatusInterval: -time.Second}, "StatusInterval"},
-		{"negative chunk", wal.Config{URL: "postgres://u@h/db", ChunkEvents: -1}, "ChunkEvents"},
+		{"negative chunk", wal.Config{URL: "postgres://u@h/db", Config: changestream.Config{ChunkEvents: -1}}, "ChunkEvents"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()

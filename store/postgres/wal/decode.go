@@ -8,67 +8,36 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/postgres"
 )
 
-// outboxTable is the table the reader decodes.
-const outboxTable = "outbox_events"
-
-// The columns of outbox_events a store.Event is made of, by name.
-const (
-	colID = iota
-	colAggregateType
-	colAggregateID
-	colAggregateSeq
-	colEventType
-	colSchemaVersion
-	colPayload
-	colHeaders
-	colOccurredAt
-	colCount
-)
-
-var columnNames = [colCount]string{
-	colID: "id", colAggregateType: "aggregate_type", colAggregateID: "aggregate_id",
-	colAggregateSeq: "aggregate_seq", colEventType: "event_type", colSchemaVersion: "schema_version",
-	colPayload: "payload", colHeaders: "headers", colOccurredAt: "occurred_at",
-}
-
 // columnIndex locates each needed column in one version of outbox_events'
-// relation message: a migration that adds, drops or reorders columns
-// makes the server send a new one, and so a new index.
+// relation message, and its type: a migration that adds, drops or
+// reorders columns makes the server send a new one, and so a new index.
 type columnIndex struct {
-	at  [colCount]int
-	oid [colCount]uint32
-	// fields and fieldsOID locate colFields, fields -1 when the table has
-	// none.
-	fields    int
+	changestream.Columns
+	oid [changestream.ColCount]uint32
+	// fieldsOID is the type of changestream.FieldsColumn, when Fields
+	// locates one.
 	fieldsOID uint32
 }
 
-// colFields is the optional column of the fields a foreign table's copy
-// brings (migration 8): rows written before it have none.
-const colFields = "fields"
-
 func newColumnIndex(rel *pglogrepl.RelationMessage) (*columnIndex, error) {
-	ix := &columnIndex{fields: -1}
-	for c := range ix.at {
-		ix.at[c] = -1
-	}
+	names := make([]string, len(rel.Columns))
 	for i, col := range rel.Columns {
-		if col.Name == colFields {
-			ix.fields, ix.fieldsOID = i, col.DataType
-		}
-		for c, want := range columnNames {
-			if col.Name == want {
-				ix.at[c], ix.oid[c] = i, col.DataType
-			}
-		}
+		names[i] = col.Name
 	}
-	for c, i := range ix.at {
-		if i < 0 {
-			return nil, fmt.Errorf("the relation of %s.%s sent by the server has no column %s", rel.Namespace, rel.RelationName, columnNames[c])
-		}
+	cols, err := changestream.LocateColumns(names)
+	if err != nil {
+		return nil, fmt.Errorf("the relation of %s.%s sent by the server has %w", rel.Namespace, rel.RelationName, err)
+	}
+	ix := &columnIndex{Columns: cols}
+	for c, i := range cols.At {
+		ix.oid[c] = rel.Columns[i].DataType
+	}
+	if cols.Fields >= 0 {
+		ix.fieldsOID = rel.Columns[cols.Fields].DataType
 	}
 	return ix, nil
 }
@@ -91,34 +60,34 @@ func newDecoder() *decoder { return &decoder{types: pgtype.NewMap()} }
 // 0: nothing claimed it.
 func (d *decoder) event(ix *columnIndex, tuple *pglogrepl.TupleData) (store.Event, error) {
 	if tuple == nil {
-		return store.Event{}, fmt.Errorf("an insert into %s without its new row", outboxTable)
+		return store.Event{}, fmt.Errorf("an insert into %s without its new row", changestream.OutboxTable)
 	}
 	var raw store.RawEvent
 	var err error
-	scan := func(c int, dst any) {
+	scan := func(c changestream.Column, dst any) {
 		if err != nil {
 			return
 		}
 		err = d.scan(ix, tuple, c, dst)
 	}
-	scan(colID, &raw.ID)
-	scan(colAggregateType, &raw.AggregateType)
-	scan(colAggregateID, &raw.AggregateID)
-	scan(colEventType, &raw.EventType)
+	scan(changestream.ColID, &raw.ID)
+	scan(changestream.ColAggregateType, &raw.AggregateType)
+	scan(changestream.ColAggregateID, &raw.AggregateID)
+	scan(changestream.ColEventType, &raw.EventType)
 	var seq int64
-	scan(colAggregateSeq, &seq)
-	scan(colSchemaVersion, &raw.SchemaVersion)
-	scan(colPayload, &raw.Payload)
+	scan(changestream.ColAggregateSeq, &seq)
+	scan(changestream.ColSchemaVersion, &raw.SchemaVersion)
+	scan(changestream.ColPayload, &raw.Payload)
 	var occurred time.Time
-	scan(colOccurredAt, &occurred)
+	scan(changestream.ColOccurredAt, &occurred)
 	if err == nil {
-		if col := tuple.Columns[ix.at[colHeaders]]; col.DataType != pglogrepl.TupleDataTypeNull {
-			scan(colHeaders, &raw.Headers)
+		if i := ix.At[changestream.ColHeaders]; i >= len(tuple.Columns) || tuple.Columns[i].DataType != pglogrepl.TupleDataTypeNull {
+			scan(changestream.ColHeaders, &raw.Headers)
 		}
 	}
-	if err == nil && ix.fields >= 0 && ix.fields < len(tuple.Columns) &&
-		tuple.Columns[ix.fields].DataType != pglogrepl.TupleDataTypeNull {
-		err = d.scanColumn(tuple, ix.fields, ix.fieldsOID, colFields, &raw.Fields)
+	if err == nil && ix.Fields >= 0 && ix.Fields < len(tuple.Columns) &&
+		tuple.Columns[ix.Fields].DataType != pglogrepl.TupleDataTypeNull {
+		err = d.scanColumn(tuple, ix.Fields, ix.fieldsOID, changestream.FieldsColumn, &raw.Fields)
 	}
 	if err != nil {
 		return store.Event{ID: raw.ID}, fmt.Errorf("event %s: %w", raw.ID, err)
@@ -127,16 +96,13 @@ func (d *decoder) event(ix *columnIndex, tuple *pglogrepl.TupleData) (store.Even
 		return store.Event{ID: raw.ID}, fmt.Errorf("event %s: column aggregate_seq is %d", raw.ID, seq)
 	}
 	raw.AggregateSeq = uint64(seq)
-	e := raw.Decode()
-	e.OccurredAt = occurred.UTC()
-	e.Bucket = postgres.Dialect{}.BucketOf(e.AggregateType, e.AggregateID)
-	return e, nil
+	return changestream.Event(raw, occurred, postgres.Dialect{}.BucketOf), nil
 }
 
 // scan decodes column c of tuple into dst (a copy: the message's buffer
 // is the connection's, reused by the next read).
-func (d *decoder) scan(ix *columnIndex, tuple *pglogrepl.TupleData, c int, dst any) error {
-	return d.scanColumn(tuple, ix.at[c], ix.oid[c], columnNames[c], dst)
+func (d *decoder) scan(ix *columnIndex, tuple *pglogrepl.TupleData, c changestream.Column, dst any) error {
+	return d.scanColumn(tuple, ix.At[c], ix.oid[c], c.String(), dst)
 }
 
 // scanColumn decodes the i-th column of tuple, called name and of type

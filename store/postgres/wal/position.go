@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -43,8 +44,14 @@ func (p Position) String() string {
 func (p Position) IsZero() bool { return p.lsn == 0 }
 
 // Reached reports whether p is at or past target: every transaction
-// before target lies before p.
-func (p Position) Reached(target Position) bool { return p.lsn >= target.lsn }
+// before target lies before p. The zero Position is no position to
+// compare.
+func (p Position) Reached(target Position) (bool, error) {
+	if p.IsZero() || target.IsZero() {
+		return false, errors.New("wal: no position to compare")
+	}
+	return p.lsn >= target.lsn, nil
+}
 
 // ParsePosition parses the text of Position.String.
 func ParsePosition(s string) (Position, error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,30 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 )
-
-// Tx is one committed transaction's inserts into outbox_events, in insert
-// order, or a chunk of them, or, with no Events, a heartbeat that only
-// moves the position forward (the outbox was idle, or the server's
-// transactions wrote other tables).
-type Tx struct {
-	// Events are the transaction's new outbox rows, as the polling path's
-	// claim would return them (Attempts 0).
-	Events []store.Event
-	// Position is right after this transaction: a Reader opened from it
-	// never returns this transaction again. It is zero for a chunk of a
-	// transaction larger than Config.ChunkEvents that more of it follows:
-	// a position inside a transaction cannot be resumed from.
-	Position Position
-	// CommitTime is the server's commit time of the transaction (zero for
-	// a heartbeat).
-	CommitTime time.Time
-}
-
-// IsHeartbeat reports whether t carries no event.
-func (t Tx) IsHeartbeat() bool { return len(t.Events) == 0 }
 
 // confirmEvery is how soon, at most, a newly confirmed position reaches
 // the server.
@@ -47,14 +25,14 @@ const confirmEvery = time.Second
 
 // result is what the reading goroutine hands to Next.
 type result struct {
-	tx  Tx
+	tx  changestream.Tx
 	err error
 }
 
 // Reader streams the committed inserts into one database's outbox_events
 // from a PostgreSQL logical replication slot with the built-in pgoutput
-// plugin. Next is called from one goroutine; Confirm, Lag and Close from
-// any.
+// plugin: a changestream.Reader and changestream.Confirmer. Next is called
+// from one goroutine; Confirm, Lag and Close from any.
 //
 // One goroutine owns the replication connection: it reads ahead of Next by
 // one transaction (or chunk) and, while Next is not called, still answers
@@ -63,7 +41,8 @@ type result struct {
 type Reader struct {
 	cfg  Config
 	conn *pgconn.Config
-	db   *sql.DB
+	// db runs the reader's queries: the caller's pool, not closed here.
+	db *sql.DB
 
 	out  chan result
 	done chan struct{}
@@ -85,18 +64,27 @@ type Reader struct {
 	from    Position
 	columns map[uint32]*columnIndex
 	decode  *decoder
+	// reconnect paces the connection attempts since the stream last
+	// handed out a transaction or a heartbeat.
+	reconnect *changestream.Reconnector
 
 	lag lagState
 }
 
-// Open checks cfg's slot (ErrPositionGone when it is missing, invalidated
-// or already past from; a connection still holding it is ended: the
-// caller leads the stream), connects and starts streaming after from. db
-// is a pool on the same database, for the reader's queries. from is the
-// caller's checkpoint: the reader confirms it to the server at once, and
-// later only what Confirm is given, so the slot never moves past what the
-// caller saved.
-func Open(ctx context.Context, cfg Config, db *sql.DB, from Position) (*Reader, error) {
+var (
+	_ changestream.Reader    = (*Reader)(nil)
+	_ changestream.Confirmer = (*Reader)(nil)
+)
+
+// Open checks cfg's slot (changestream.ErrPositionGone when it is
+// missing, invalidated or already past from; a connection still holding
+// it is ended: the caller leads the stream), connects and starts streaming
+// after from. db is a pool on the same database, for the reader's queries
+// (the caller closes it, after the reader). from is the caller's
+// checkpoint: the reader confirms it to the server at once, and later only
+// what Confirm is given, so the slot never moves past what the caller
+// saved.
+func Open(ctx context.Context, db *sql.DB, cfg Config, from Position) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -111,16 +99,27 @@ func Open(ctx context.Context, cfg Config, db *sql.DB, from Position) (*Reader, 
 	conn := pg.Config.Copy()
 	conn.RuntimeParams["replication"] = "database"
 	r := &Reader{cfg: cfg, conn: conn, db: db, out: make(chan result), done: make(chan struct{}),
-		pollDone: make(chan struct{}), from: from, decode: newDecoder()}
+		pollDone: make(chan struct{}), from: from, decode: newDecoder(),
+		reconnect: changestream.NewReconnector(cfg.Config, "wal")}
 	r.confirmed.Store(uint64(from.lsn))
 	r.lag.read(from.lsn, time.Time{})
 	r.closing, r.close = context.WithCancel(context.Background())
+	qctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	err = r.pollPosition(qctx)
+	cancel()
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("wal: open: read the server's WAL position: %w", err)
+	}
 	c, err := r.connect(ctx)
 	if err != nil {
 		r.close()
 		return nil, err
 	}
-	go r.pollLag()
+	go func() {
+		defer close(r.pollDone)
+		changestream.PollLag(r.closing, r.cfg.Config, "wal", "the server's WAL position", r.pollPosition)
+	}()
 	go r.run(c)
 	return r, nil
 }
@@ -130,28 +129,34 @@ func Open(ctx context.Context, cfg Config, db *sql.DB, from Position) (*Reader, 
 // itself, with backoff, after a lost connection or a server restart, from
 // the last position it returned. Rolled-back transactions (and
 // subtransactions) never appear. It returns ctx's error when ctx ends (a
-// later call goes on where this one stopped), ErrClosed after Close,
-// ErrPositionGone when the slot cannot stream from the position any more,
-// and other errors for what retrying cannot fix (decoding, privileges).
-func (r *Reader) Next(ctx context.Context) (Tx, error) {
+// later call goes on where this one stopped), changestream.ErrClosed after
+// Close, changestream.ErrPositionGone when the slot cannot stream from the
+// position any more, and other errors for what retrying cannot fix
+// (decoding, privileges).
+func (r *Reader) Next(ctx context.Context) (changestream.Tx, error) {
 	select {
 	case res := <-r.out:
 		return res.tx, res.err
 	case <-ctx.Done():
-		return Tx{}, ctx.Err()
+		return changestream.Tx{}, ctx.Err()
 	case <-r.done:
 		if r.closing.Err() != nil {
-			return Tx{}, ErrClosed
+			return changestream.Tx{}, changestream.ErrClosed
 		}
-		return Tx{}, r.err
+		return changestream.Tx{}, r.err
 	}
 }
 
-// Confirm tells the reader that everything before p is saved by the
-// caller (its checkpoint): the server may forget it, and the slot's
+// Confirm tells the reader that everything before position is saved by
+// the caller (its checkpoint): the server may forget it, and the slot's
 // confirmed_flush_lsn moves there within a second. A position before one
-// already confirmed changes nothing.
-func (r *Reader) Confirm(p Position) {
+// already confirmed changes nothing, nor does text that is not a WAL
+// position (confirming less than was saved is always safe).
+func (r *Reader) Confirm(position string) {
+	p, err := ParsePosition(position)
+	if err != nil {
+		return
+	}
 	for {
 		old := r.confirmed.Load()
 		if uint64(p.lsn) <= old || r.confirmed.CompareAndSwap(old, uint64(p.lsn)) {
@@ -169,7 +174,8 @@ func (r *Reader) Lag() (bytes int64, seconds float64) {
 	return r.lag.lag(time.Now())
 }
 
-// Close stops the reader: a blocked Next returns ErrClosed.
+// Close stops the reader: a blocked Next returns changestream.ErrClosed.
+// The caller's pool stays open.
 func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
 		r.close()
@@ -210,7 +216,7 @@ func (r *Reader) connect(ctx context.Context) (*pgconn.PgConn, error) {
 	return conn, nil
 }
 
-// checkSlot fails with ErrPositionGone unless the slot can stream from
+// checkSlot fails with changestream.ErrPositionGone unless the slot can stream from
 // r.from, and ends a connection that still holds it.
 func (r *Reader) checkSlot(ctx context.Context) error {
 	s, ok, err := Slot(ctx, r.db, r.cfg)
@@ -219,13 +225,14 @@ func (r *Reader) checkSlot(ctx context.Context) error {
 	}
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: slot %s does not exist (dropped?)", ErrPositionGone, r.cfg.Slot)
+		return fmt.Errorf("%w: wal: slot %s does not exist (dropped?)", changestream.ErrPositionGone, r.cfg.Slot)
 	case s.Lost():
-		return fmt.Errorf("%w: slot %s was invalidated: the server removed WAL it needed (max_slot_wal_keep_size)", ErrPositionGone, r.cfg.Slot)
+		return fmt.Errorf("%w: wal: slot %s was invalidated: the server removed WAL it needed (max_slot_wal_keep_size)",
+			changestream.ErrPositionGone, r.cfg.Slot)
 	}
 	if c, err := pglogrepl.ParseLSN(s.ConfirmedFlushLSN); err == nil && c > r.from.lsn {
-		return fmt.Errorf("%w: slot %s confirmed %s, past %s: the transactions between are no longer in it",
-			ErrPositionGone, r.cfg.Slot, c, r.from.lsn)
+		return fmt.Errorf("%w: wal: slot %s confirmed %s, past %s: the transactions between are no longer in it",
+			changestream.ErrPositionGone, r.cfg.Slot, c, r.from.lsn)
 	}
 	return release(ctx, r.db, r.cfg, s, releaseGrace)
 }
@@ -237,9 +244,9 @@ func (r *Reader) startError(err error) error {
 		msg := strings.ToLower(pgErr.Message)
 		switch {
 		case pgErr.Code == "42704" && strings.Contains(msg, "replication slot"):
-			return fmt.Errorf("%w: %s", ErrPositionGone, pgErr.Message)
+			return fmt.Errorf("%w: wal: %s", changestream.ErrPositionGone, pgErr.Message)
 		case pgErr.Code == "55000" && (strings.Contains(msg, "invalidated") || strings.Contains(msg, "cannot read from")):
-			return fmt.Errorf("%w: %s", ErrPositionGone, pgErr.Message)
+			return fmt.Errorf("%w: wal: %s", changestream.ErrPositionGone, pgErr.Message)
 		}
 	}
 	return fmt.Errorf("wal: start streaming slot %s at %s: %w", r.cfg.Slot, r.from.lsn, grantHint(err))
@@ -248,8 +255,7 @@ func (r *Reader) startError(err error) error {
 // fatal returns the error to hand to Next's caller for err, or nil when a
 // new connection may fix it.
 func fatal(err error) error {
-	var de *decodeError
-	if errors.Is(err, ErrPositionGone) || errors.As(err, &de) {
+	if changestream.Permanent(err) {
 		return err
 	}
 	var pgErr *pgconn.PgError
@@ -264,67 +270,37 @@ func fatal(err error) error {
 	return nil
 }
 
-// decodeError is an outbox row the decoder cannot read: reading it again
-// cannot help.
-type decodeError struct{ err error }
-
-func (e *decodeError) Error() string { return e.err.Error() }
-func (e *decodeError) Unwrap() error { return e.err }
-
 // run is the reading goroutine: it streams, reconnects after a lost
 // connection from the last position handed out whole, and stops at Close
 // or at an error retrying cannot fix.
 func (r *Reader) run(conn *pgconn.PgConn) {
 	defer close(r.done)
-	attempts := 0
 	for {
-		if conn != nil {
-			progressed, err := r.stream(conn)
-			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-			conn.Close(closeCtx)
-			cancel()
-			conn = nil
-			if r.closing.Err() != nil {
-				return
-			}
-			if f := fatal(err); f != nil {
-				r.err = f
-				return
-			}
-			if progressed {
-				attempts = 0
-			}
-			r.cfg.Logger.Warn("wal: stream lost; reconnecting", slog.String("error", err.Error()),
-				slog.String("position", r.from.String()))
+		progressed, err := r.stream(conn)
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn.Close(closeCtx)
+		cancel()
+		if r.closing.Err() != nil {
+			return
 		}
-		if attempts > 0 {
-			t := time.NewTimer(backoff.Delay(attempts-1, r.cfg.ReconnectBackoffBase, r.cfg.ReconnectBackoffCap, rand.Float64()))
-			select {
-			case <-r.closing.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
+		if f := fatal(err); f != nil {
+			r.err = f
+			return
 		}
-		attempts++
-		c, err := r.connect(r.closing)
-		switch {
-		case r.closing.Err() != nil:
-			if c != nil {
-				c.Close(context.Background())
+		if progressed {
+			r.reconnect.Progressed()
+		}
+		r.reconnect.Lost(err, r.from.String())
+		err = r.reconnect.Reconnect(r.closing, r.from.String(), func(ctx context.Context) error {
+			c, err := r.connect(ctx)
+			conn = c
+			return err
+		}, fatal)
+		if err != nil {
+			if r.closing.Err() == nil {
+				r.err = err
 			}
 			return
-		case err != nil:
-			if f := fatal(err); f != nil {
-				r.err = f
-				return
-			}
-			r.cfg.Logger.Warn("wal: reconnection failed", slog.String("error", err.Error()),
-				slog.Int("attempt", attempts), slog.String("position", r.from.String()))
-		default:
-			r.cfg.Logger.Info("wal: stream reconnected", slog.String("position", r.from.String()),
-				slog.Int("attempt", attempts))
-			conn = c
 		}
 	}
 }
@@ -364,7 +340,7 @@ func (r *Reader) stream(conn *pgconn.PgConn) (progressed bool, err error) {
 	r.columns = map[uint32]*columnIndex{}
 	for {
 		if r.closing.Err() != nil {
-			return st.progressed, ErrClosed
+			return st.progressed, changestream.ErrClosed
 		}
 		if err := r.maybeStatus(st); err != nil {
 			return st.progressed, err
@@ -473,17 +449,17 @@ func (r *Reader) handle(st *streamState, data []byte) error {
 func (r *Reader) logical(st *streamState, data []byte) error {
 	msg, err := pglogrepl.Parse(data)
 	if err != nil {
-		return &decodeError{fmt.Errorf("wal: parse a pgoutput message: %w", err)}
+		return &changestream.DecodeError{Err: fmt.Errorf("wal: parse a pgoutput message: %w", err)}
 	}
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
-		if m.RelationName != outboxTable {
+		if m.RelationName != changestream.OutboxTable {
 			delete(r.columns, m.RelationID)
 			return nil
 		}
 		ix, err := newColumnIndex(m)
 		if err != nil {
-			return &decodeError{fmt.Errorf("wal: %w", err)}
+			return &changestream.DecodeError{Err: fmt.Errorf("wal: %w", err)}
 		}
 		r.columns[m.RelationID] = ix
 	case *pglogrepl.BeginMessage:
@@ -496,16 +472,17 @@ func (r *Reader) logical(st *streamState, data []byte) error {
 		}
 		e, err := r.decode.event(ix, m.Tuple)
 		if err != nil {
-			return &decodeError{fmt.Errorf("wal: decode %s after %s: %w", outboxTable, st.pos, err)}
+			return &changestream.DecodeError{Err: fmt.Errorf("wal: decode %s after %s: %w", changestream.OutboxTable, st.pos, err)}
 		}
 		st.events = append(st.events, e)
 		if len(st.events) >= r.cfg.ChunkEvents {
 			// pgoutput sends only committed transactions: a chunk may go
-			// before the transaction's end (docs/design.md, section 9.7).
+			// before the transaction's end (docs/design.md, "Transactions of
+			// any size").
 			chunk := st.events
 			st.events, st.chunked = nil, true
-			if !r.emit(st, Tx{Events: chunk, CommitTime: st.commitTime}) {
-				return ErrClosed
+			if !r.emit(st, changestream.Tx{Events: chunk, CommitTime: st.commitTime}) {
+				return changestream.ErrClosed
 			}
 		}
 	case *pglogrepl.CommitMessage:
@@ -519,8 +496,8 @@ func (r *Reader) logical(st *streamState, data []byte) error {
 		if len(st.events) > 0 || st.chunked {
 			events := st.events
 			st.events, st.chunked = nil, false
-			if !r.emit(st, Tx{Events: events, Position: st.pos, CommitTime: m.CommitTime.UTC()}) {
-				return ErrClosed
+			if !r.emit(st, changestream.Tx{Events: events, Position: st.pos.String(), CommitTime: m.CommitTime.UTC()}) {
+				return changestream.ErrClosed
 			}
 			r.from, st.moved, st.lastReturn, st.progressed = st.pos, false, time.Now(), true
 			return nil
@@ -537,8 +514,8 @@ func (r *Reader) maybeHeartbeat(st *streamState) error {
 	if st.inTx || !st.moved || time.Since(st.lastReturn) < r.cfg.HeartbeatPeriod {
 		return nil
 	}
-	if !r.emit(st, Tx{Position: st.pos}) {
-		return ErrClosed
+	if !r.emit(st, changestream.Tx{Position: st.pos.String()}) {
+		return changestream.ErrClosed
 	}
 	r.from, st.moved, st.lastReturn, st.progressed = st.pos, false, time.Now(), true
 	return nil
@@ -546,7 +523,7 @@ func (r *Reader) maybeHeartbeat(st *streamState) error {
 
 // emit hands tx to Next, answering the server meanwhile; false when the
 // reader closed first.
-func (r *Reader) emit(st *streamState, tx Tx) bool {
+func (r *Reader) emit(st *streamState, tx changestream.Tx) bool {
 	for {
 		wait := time.NewTimer(confirmEvery)
 		select {
@@ -566,39 +543,16 @@ func (r *Reader) emit(st *streamState, tx Tx) bool {
 	}
 }
 
-// pollLag reads the server's WAL position every LagInterval until Close.
-func (r *Reader) pollLag() {
-	defer close(r.pollDone)
-	t := time.NewTicker(r.cfg.LagInterval)
-	defer t.Stop()
-	failing := false
-	for {
-		ctx, cancel := context.WithTimeout(r.closing, r.cfg.Timeout)
-		var lsn pglogrepl.LSN
-		err := r.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn)
-		cancel()
-		switch {
-		case err != nil && r.closing.Err() != nil:
-			return
-		case err != nil:
-			if !failing {
-				r.cfg.Logger.Warn("wal: cannot read the server's WAL position; lag unknown", slog.String("error", err.Error()))
-			}
-			failing = true
-			r.lag.server(0)
-		default:
-			if failing {
-				r.cfg.Logger.Info("wal: reading the server's WAL position again")
-			}
-			failing = false
-			r.lag.server(lsn)
-		}
-		select {
-		case <-r.closing.Done():
-			return
-		case <-t.C:
-		}
+// pollPosition reads the server's WAL write position once for Lag; it is
+// unknown while the read fails.
+func (r *Reader) pollPosition(ctx context.Context) error {
+	var lsn pglogrepl.LSN
+	if err := r.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		r.lag.server(0)
+		return err
 	}
+	r.lag.server(lsn)
+	return nil
 }
 
 // lagState is what Lag reports from.

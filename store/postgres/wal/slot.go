@@ -14,17 +14,6 @@ import (
 	"github.com/herald-outbox/herald/store/postgres"
 )
 
-// ErrPositionGone means the slot cannot stream from the position: the slot
-// is missing (dropped, or never created), was invalidated (its WAL removed
-// past max_slot_wal_keep_size), or confirmed a later position than the
-// one asked for (someone else advanced it, or it was created anew since).
-// The caller falls back to a sweep of the outbox and opens a new stream
-// from a SweepHead taken before it.
-var ErrPositionGone = errors.New("wal: the replication slot cannot stream from the position")
-
-// ErrClosed is returned by Next once the Reader is closed.
-var ErrClosed = errors.New("wal: reader closed")
-
 // minServerVersion is the oldest PostgreSQL the reader streams from:
 // pgoutput's binary option came with 14.
 const minServerVersion = 140000

@@ -1,5 +1,3 @@
-// Package cli holds herald's commands; cmd/herald is a thin main around it so
-// tests can run a command in-process.
 package cli
 
 import (

@@ -19,6 +19,7 @@ import (
 	"github.com/herald-outbox/herald/console"
 	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
+	"github.com/herald-outbox/herald/record"
 	"github.com/herald-outbox/herald/store"
 )
 
@@ -30,19 +31,32 @@ const (
 	consoleUsersEnv = "HERALD_CONSOLE_USERS"
 )
 
+// consoleOptions are herald console's flags. validate reads the users and
+// the certificate and checks the rest before anything connects, each error
+// naming its flag; run serves the console until the context ends.
+type consoleOptions struct {
+	routing           routeFlags
+	mapping           mappingFlags
+	records           recordFlags
+	db                dbFlags
+	kafka             kafkaFlags
+	addr, prefix      string
+	usersFile         string
+	certFile, keyFile string
+	suffix            string
+	refresh           time.Duration
+
+	// What validate read, for run.
+	users        []console.User
+	tls          *tls.Config // nil: plain HTTP
+	routes       map[string]string
+	defaultTopic string
+	formats      record.FormatConfig
+	kafkaOpts    []kgo.Opt
+}
+
 func newConsoleCommand() *cobra.Command {
-	var (
-		routing           routeFlags
-		mapping           mappingFlags
-		records           recordFlags
-		dbf               dbFlags
-		kf                kafkaFlags
-		addr, prefix      string
-		usersFile         string
-		certFile, keyFile string
-		suffix            string
-		refresh           time.Duration
-	)
+	o := &consoleOptions{}
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Serve the web console: status, events, quarantine actions, replays, audit",
@@ -65,123 +79,138 @@ loopback one is refused unless users are configured. --tls-cert-file and
 console on a loopback address. See docs/console.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			users, err := consoleUsers(usersFile)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			if err := checkConsoleAddr(addr, len(users) > 0); err != nil {
-				return err
-			}
-			if (certFile == "") != (keyFile == "") {
-				return usageError{errors.New("--tls-cert-file and --tls-key-file: give both, or neither")}
-			}
-			var tlsCfg *tls.Config
-			if certFile != "" {
-				cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-				if err != nil {
-					return usageError{fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)}
-				}
-				tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-			}
-			routes, defaultTopic, err := routing.parse()
-			if err != nil {
-				return err
-			}
-			formats, err := records.formatConfig(&mapping)
-			if err != nil {
-				return err
-			}
-			kafkaOpts, err := kf.options()
-			if err != nil {
-				return err
-			}
-			conn, err := dbf.openMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			// Kafka is reported on, not required: the console starts while
-			// the cluster is down and says so on the overview.
-			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kf.brokers...), kgo.ClientID("herald-console")}, kafkaOpts...)...)
-			if err != nil {
-				return fmt.Errorf("kafka client: %w", err)
-			}
-			defer cl.Close()
-			producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: kf.brokers, ClientID: "herald-console-replay",
-				ClientOptions: kafkaOpts, RecordTimestamps: formats.Timestamped()})
-			if err != nil {
-				return err
-			}
-			defer producer.Close()
-			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-			adm := kadm.NewClient(cl)
-			h, err := console.NewHandler(console.Config{
-				Store: store.New(conn, dbf.dialect()), Prefix: prefix, Users: users, Logger: logger,
-				RefreshInterval: refresh, SecureCookies: tlsCfg != nil,
-				Kafka: &console.KafkaConfig{Admin: adm, Topics: liveTopics(routes, defaultTopic)},
-				Replay: &console.ReplayConfig{Producer: producer, Admin: adm, Topics: routes,
-					DefaultTopic: defaultTopic, Records: formats, Suffix: suffix},
-			})
-			if err != nil {
-				return usageError{err}
-			}
-			defer h.Close()
-			mux := http.NewServeMux()
-			root := prefix
-			if root == "" || !strings.HasSuffix(root, "/") {
-				root += "/"
-			}
-			mux.Handle(root, h)
-			srv := &http.Server{Addr: addr, Handler: mux, TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
-				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("--addr %s: %w", addr, err)
-			}
-			scheme := "http"
-			if tlsCfg != nil {
-				scheme = "https"
-			}
-			dsn, _ := dbf.url()
-			logger.Info("console listening", "url", scheme+"://"+ln.Addr().String()+prefix+"/",
-				"database", database.Address(dsn), "users", len(users), "tls", tlsCfg != nil)
-			errc := make(chan error, 1)
-			go func() {
-				if tlsCfg != nil {
-					errc <- srv.ServeTLS(ln, "", "")
-				} else {
-					errc <- srv.Serve(ln)
-				}
-			}()
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			return srv.Shutdown(shutdown)
+			return o.run(cmd.Context())
 		},
 	}
+	o.register(cmd)
+	return cmd
+}
+
+// register adds the console's flags to cmd, bound to o.
+func (o *consoleOptions) register(cmd *cobra.Command) {
 	env := envFlags{}
-	dbf.register(cmd, env)
-	kf.register(cmd, env)
-	routing.register(cmd, env)
-	mapping.register(cmd, env)
-	records.register(cmd, env)
+	o.db.register(cmd, env)
+	o.kafka.register(cmd, env)
+	o.routing.register(cmd, env)
+	o.mapping.register(cmd, env)
+	o.records.register(cmd, env)
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", ConsoleAddrDefault, "address to serve on; any but a loopback one needs users")
-	f.StringVar(&prefix, "prefix", "", "path to serve under, as /herald (behind a proxy that forwards it)")
-	f.StringVar(&usersFile, "users-file", "", "file of the users who may sign in, one \"role name secret\" a line (or set "+consoleUsersEnv+")")
-	f.StringVar(&certFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM, then any intermediates)")
-	f.StringVar(&keyFile, "tls-key-file", "", "the certificate's private key (PEM)")
-	f.StringVar(&suffix, "suffix", ".replay", "replay topic = live topic + suffix, as for herald replay")
-	f.DurationVar(&refresh, "refresh", console.RefreshIntervalDefault, "how often the live parts of a page refresh")
+	f.StringVar(&o.addr, "addr", ConsoleAddrDefault, "address to serve on; any but a loopback one needs users")
+	f.StringVar(&o.prefix, "prefix", "", "path to serve under, as /herald (behind a proxy that forwards it)")
+	f.StringVar(&o.usersFile, "users-file", "", "file of the users who may sign in, one \"role name secret\" a line (or set "+consoleUsersEnv+")")
+	f.StringVar(&o.certFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM, then any intermediates)")
+	f.StringVar(&o.keyFile, "tls-key-file", "", "the certificate's private key (PEM)")
+	f.StringVar(&o.suffix, "suffix", ".replay", "replay topic = live topic + suffix, as for herald replay")
+	f.DurationVar(&o.refresh, "refresh", console.RefreshIntervalDefault, "how often the live parts of a page refresh")
 	// The console's own flags take the rule's variables (flags.go):
 	// HERALD_CONSOLE_ADDR, HERALD_CONSOLE_USERS_FILE, ...
 	env.bind(cmd)
-	return cmd
+}
+
+// validate reads the users and the certificate, checks the address, the
+// routes, the record formats and the Kafka settings, and keeps what it
+// read for run.
+func (o *consoleOptions) validate() error {
+	var err error
+	if o.users, err = consoleUsers(o.usersFile); err != nil {
+		return err
+	}
+	if err := checkConsoleAddr(o.addr, len(o.users) > 0); err != nil {
+		return err
+	}
+	if (o.certFile == "") != (o.keyFile == "") {
+		return usageError{errors.New("--tls-cert-file and --tls-key-file: give both, or neither")}
+	}
+	if o.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)}
+		}
+		o.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if o.routes, o.defaultTopic, err = o.routing.parse(); err != nil {
+		return err
+	}
+	if o.formats, err = o.records.formatConfig(&o.mapping); err != nil {
+		return err
+	}
+	o.kafkaOpts, err = o.kafka.options()
+	return err
+}
+
+// run connects to the database and Kafka, mounts the console's handler
+// under --prefix and serves it on --addr until ctx ends, then shuts the
+// server down gracefully.
+func (o *consoleOptions) run(ctx context.Context) error {
+	conn, err := o.db.openMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Kafka is reported on, not required: the console starts while the
+	// cluster is down and says so on the overview.
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(o.kafka.brokers...), kgo.ClientID("herald-console")}, o.kafkaOpts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	producer, err := kafka.NewProducer(kafka.ProducerConfig{Brokers: o.kafka.brokers, ClientID: "herald-console-replay",
+		ClientOptions: o.kafkaOpts, RecordTimestamps: o.formats.Timestamped()})
+	if err != nil {
+		return err
+	}
+	defer producer.Close()
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	adm := kadm.NewClient(cl)
+	h, err := console.NewHandler(console.Config{
+		Store: store.New(conn, o.db.dialect()), Prefix: o.prefix, Users: o.users, Logger: logger,
+		RefreshInterval: o.refresh, SecureCookies: o.tls != nil,
+		Kafka: &console.KafkaConfig{Admin: adm, Topics: liveTopics(o.routes, o.defaultTopic)},
+		Replay: &console.ReplayConfig{Producer: producer, Admin: adm, Topics: o.routes,
+			DefaultTopic: o.defaultTopic, Records: o.formats, Suffix: o.suffix},
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	defer h.Close()
+	mux := http.NewServeMux()
+	root := o.prefix
+	if root == "" || !strings.HasSuffix(root, "/") {
+		root += "/"
+	}
+	mux.Handle(root, h)
+	srv := &http.Server{Addr: o.addr, Handler: mux, TLSConfig: o.tls, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", o.addr, err)
+	}
+	scheme := "http"
+	if o.tls != nil {
+		scheme = "https"
+	}
+	dsn, _ := o.db.url()
+	logger.Info("console listening", "url", scheme+"://"+ln.Addr().String()+o.prefix+"/",
+		"database", database.Address(dsn), "users", len(o.users), "tls", o.tls != nil)
+	errc := make(chan error, 1)
+	go func() {
+		if o.tls != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
 }
 
 // consoleUsers reads the users from the file, or else from

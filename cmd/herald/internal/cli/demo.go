@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,12 +12,24 @@ import (
 	"github.com/herald-outbox/herald/cmd/herald/internal/drill"
 )
 
+// demoFlagOfField names the flag behind each drill.DemoConfig field.
+var demoFlagOfField = map[string]string{
+	"BinDir": "--bin-dir", "DBPrefix": "--db-prefix", "Rate": "--rate", "Duration": "--duration",
+	"DatabaseURL": "--database-url", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
+}
+
+// demoOptions are herald demo's flags. validate checks them and fills in
+// the directories left out; run runs the demo.
+type demoOptions struct {
+	cmd *cobra.Command // where the command writes
+
+	db    dbFlags
+	kafka kafkaFlags
+	cfg   drill.DemoConfig
+}
+
 func newDemoCommand() *cobra.Command {
-	var (
-		db  dbFlags
-		kf  kafkaFlags
-		cfg drill.DemoConfig
-	)
+	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole pipeline with a steady load for a minute and show it working",
@@ -33,46 +46,66 @@ Needs the servers (make up) and the binaries (make build); make demo does all
 three.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := kf.options(); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			dsn, err := db.check()
-			if err != nil {
-				return err
-			}
-			if cfg.Duration <= 0 {
-				return usageError{fmt.Errorf("--duration: must be positive, got %v", cfg.Duration)}
-			}
-			if cfg.BinDir == "" {
-				if cfg.BinDir, err = executableDir(); err != nil {
-					return err
-				}
-			}
-			if cfg.RunDir == "" {
-				cfg.RunDir = filepath.Join(os.TempDir(), "herald-demo-"+time.Now().Format("20060102-150405"))
-			}
-			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, cmd.OutOrStdout()
-			cfg.Kafka, cfg.DatabaseOptions = kf.security(), db.options()
-			if f, ok := cmd.OutOrStdout().(*os.File); ok {
-				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-					cfg.Live = true
-				}
-			}
-			return drillConfigError(drill.RunDemo(cmd.Context(), cfg), map[string]string{
-				"BinDir": "--bin-dir", "DBPrefix": "--db-prefix", "Rate": "--rate", "Duration": "--duration",
-				"DatabaseURL": "--database-url", "Brokers": "--kafka-brokers", "RunDir": "--run-dir",
-			})
+			return o.run(cmd.Context())
 		},
 	}
-	env := envFlags{}
-	db.register(cmd, env)
-	kf.register(cmd, env)
-	f := cmd.Flags()
-	f.DurationVar(&cfg.Duration, "duration", drill.DemoDurationDefault, "how long to send orders")
-	f.Float64Var(&cfg.Rate, "rate", drill.DemoRateDefault, "orders per second")
-	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory of the herald, orders, inventory and warehouse binaries (default: herald's own directory)")
-	f.StringVar(&cfg.RunDir, "run-dir", "", "directory for the processes' logs (default a new herald-demo-* directory under $TMPDIR)")
-	f.StringVar(&cfg.DBPrefix, "db-prefix", drill.DemoDBPrefixDefault, "prefix of the demo's database and topic names")
-	env.bind(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+// register adds the demo's flags to cmd, bound to o.
+func (o *demoOptions) register(cmd *cobra.Command) {
+	o.cmd = cmd
+	env := envFlags{}
+	o.db.register(cmd, env)
+	o.kafka.register(cmd, env)
+	f := cmd.Flags()
+	f.DurationVar(&o.cfg.Duration, "duration", drill.DemoDurationDefault, "how long to send orders")
+	f.Float64Var(&o.cfg.Rate, "rate", drill.DemoRateDefault, "orders per second")
+	f.StringVar(&o.cfg.BinDir, "bin-dir", "", "directory of the herald, orders, inventory and warehouse binaries (default: herald's own directory)")
+	f.StringVar(&o.cfg.RunDir, "run-dir", "", "directory for the processes' logs (default a new herald-demo-* directory under $TMPDIR)")
+	f.StringVar(&o.cfg.DBPrefix, "db-prefix", drill.DemoDBPrefixDefault, "prefix of the demo's database and topic names")
+	env.bind(cmd)
+}
+
+// validate checks the connection flags and --duration, and fills in the
+// binaries' and the logs' directories when they were left out;
+// drill.RunDemo checks the rest (run names their flags).
+func (o *demoOptions) validate() error {
+	if _, err := o.kafka.options(); err != nil {
+		return err
+	}
+	var err error
+	if o.cfg.DatabaseURL, err = o.db.check(); err != nil {
+		return err
+	}
+	if o.cfg.Duration <= 0 {
+		return usageError{fmt.Errorf("--duration: must be positive, got %v", o.cfg.Duration)}
+	}
+	if o.cfg.BinDir == "" {
+		if o.cfg.BinDir, err = executableDir(); err != nil {
+			return err
+		}
+	}
+	if o.cfg.RunDir == "" {
+		o.cfg.RunDir = filepath.Join(os.TempDir(), "herald-demo-"+time.Now().Format("20060102-150405"))
+	}
+	return nil
+}
+
+// run runs the demo, with a live status line when the output is a
+// terminal.
+func (o *demoOptions) run(ctx context.Context) error {
+	cfg := o.cfg
+	cfg.Brokers, cfg.Out = o.kafka.brokers, o.cmd.OutOrStdout()
+	cfg.Kafka, cfg.DatabaseOptions = o.kafka.security(), o.db.options()
+	if f, ok := cfg.Out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			cfg.Live = true
+		}
+	}
+	return drillConfigError(drill.RunDemo(ctx, cfg), demoFlagOfField)
 }

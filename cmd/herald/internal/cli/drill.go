@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,15 +24,23 @@ var drillFlagOfField = map[string]string{
 	"RestartDelay": "--restart-delay", "Timeout": "--timeout", "Source": "--source",
 }
 
+// drillOptions are herald drill's flags. validate checks them and fills
+// in the directories left out; run runs the drills and writes the report.
+type drillOptions struct {
+	cmd *cobra.Command // where the command writes
+
+	db     dbFlags
+	kafka  kafkaFlags
+	cfg    drill.Config
+	list   bool
+	names  string
+	report string
+
+	drills []drill.Drill // what validate found --drill to name
+}
+
 func newDrillCommand() *cobra.Command {
-	var (
-		db     dbFlags
-		kf     kafkaFlags
-		cfg    drill.Config
-		list   bool
-		names  string
-		report string
-	)
+	o := &drillOptions{}
 	cmd := &cobra.Command{
 		Use:   "drill",
 		Short: "Run fault drills: the whole pipeline as real processes, one fault each, then verify nothing was lost or doubled",
@@ -64,79 +73,34 @@ The broker and database drills stop and start servers: by default with
 stop or start as $1), or those drills are skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			if list {
-				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "DRILL\tWINDOW\tSOURCE\tFAULT")
-				for _, d := range drill.Catalog {
-					window, source := "-", "any"
-					if d.Window > 0 {
-						window = fmt.Sprint(d.Window)
-					}
-					if d.Source != "" {
-						source = d.Source
-					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.Name, window, source, d.Fault)
-					fmt.Fprintf(w, "\t\t\tproves: %s\n", d.Proves)
-				}
-				return w.Flush()
+			if o.list {
+				return o.printCatalog()
 			}
-			drills, err := drill.Lookup(names, cfg.Source)
-			if err != nil {
-				return usageError{fmt.Errorf("--drill: %w", err)}
-			}
-			if _, err := kf.options(); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			dsn, err := db.check()
-			if err != nil {
-				return err
-			}
-			if cfg.BinDir == "" {
-				if cfg.BinDir, err = executableDir(); err != nil {
-					return err
-				}
-			}
-			if cfg.RunDir == "" {
-				// A directory of its own even for two drills started in the
-				// same second (CI runs MariaDB's beside PostgreSQL's): their
-				// processes' logs are the drills' evidence.
-				if cfg.RunDir, err = os.MkdirTemp("", "herald-drill-"+time.Now().Format("20060102-150405")+"-"); err != nil {
-					return err
-				}
-			}
-			if report == "" {
-				report = filepath.Join(cfg.RunDir, "report.json")
-			}
-			cfg.DatabaseURL, cfg.Brokers, cfg.Out = dsn, kf.brokers, out
-			cfg.Kafka, cfg.DatabaseOptions = kf.security(), db.options()
-			cfg.Command = commandLine(os.Args)
-			rep, err := drill.Run(cmd.Context(), cfg, drills)
-			if err != nil {
-				return drillConfigError(err, drillFlagOfField)
-			}
-			mdPath, err := rep.Write(report)
-			if err != nil {
-				return fmt.Errorf("write report: %w", err)
-			}
-			fmt.Fprintf(out, "\n%s\nreport: %s\nsummary: %s\nlogs: %s\n", rep.Markdown(), report, mdPath, rep.RunDir)
-			if rep.Verdict != drill.VerdictPass {
-				return errors.New("drills failed; see the report")
-			}
-			return nil
+			return o.run(cmd.Context())
 		},
 	}
+	o.register(cmd)
+	return cmd
+}
+
+// register adds the drill's flags to cmd, bound to o.
+func (o *drillOptions) register(cmd *cobra.Command) {
+	o.cmd = cmd
 	env := envFlags{}
-	db.register(cmd, env)
-	kf.register(cmd, env)
+	o.db.register(cmd, env)
+	o.kafka.register(cmd, env)
+	cfg := &o.cfg
 	f := cmd.Flags()
-	f.BoolVar(&list, "list", false, "list the drills and exit")
-	f.StringVar(&names, "drill", "all", "drills to run: all, or names separated by commas (see --list); -NAME leaves one out (all,-kafka-broker-restart)")
+	f.BoolVar(&o.list, "list", false, "list the drills and exit")
+	f.StringVar(&o.names, "drill", "all", "drills to run: all, or names separated by commas (see --list); -NAME leaves one out (all,-kafka-broker-restart)")
 	f.StringVar(&cfg.Source, "source", drill.SourcePoll, "the relays' --source: poll, binlog (MariaDB/MySQL) or wal (PostgreSQL); --drill all runs the drills of that source")
 	f.IntVar(&cfg.Events, "events", drill.EventsDefault, "orders per drill")
 	f.Float64Var(&cfg.Rate, "rate", drill.RateDefault, "orders per second")
 	f.IntVar(&cfg.Concurrency, "concurrency", drill.ConcurrencyDefault, "concurrent HTTP clients")
-	f.StringVar(&report, "report", "", "JSON report file; the Markdown summary goes next to it (default RUN_DIR/report.json)")
+	f.StringVar(&o.report, "report", "", "JSON report file; the Markdown summary goes next to it (default RUN_DIR/report.json)")
 	f.StringVar(&cfg.BinDir, "bin-dir", "", "directory of the herald, orders, inventory and warehouse binaries (default: herald's own directory)")
 	f.StringVar(&cfg.RunDir, "run-dir", "", "directory for the processes' logs (default a new herald-drill-* directory under $TMPDIR)")
 	f.StringVar(&cfg.DBPrefix, "db-prefix", drill.DBPrefixDefault, "prefix of the drills' database and topic names")
@@ -150,7 +114,81 @@ stop or start as $1), or those drills are skipped.`,
 	f.StringVar(&cfg.StackDir, "stack-dir", "", "directory of the local stack's node.sh (default BIN_DIR/../stack)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the databases and topics of drills that passed (failed drills' are always kept)")
 	env.bind(cmd)
-	return cmd
+}
+
+// printCatalog is --list: every drill, its crash window, its source and
+// what it proves.
+func (o *drillOptions) printCatalog() error {
+	w := tabwriter.NewWriter(o.cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "DRILL\tWINDOW\tSOURCE\tFAULT")
+	for _, d := range drill.Catalog {
+		window, source := "-", "any"
+		if d.Window > 0 {
+			window = fmt.Sprint(d.Window)
+		}
+		if d.Source != "" {
+			source = d.Source
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.Name, window, source, d.Fault)
+		fmt.Fprintf(w, "\t\t\tproves: %s\n", d.Proves)
+	}
+	return w.Flush()
+}
+
+// validate checks --drill and the connection flags, and fills in the
+// binaries' directory, the run directory and the report's path when they
+// were left out. drill.Run checks the rest (run names their flags).
+func (o *drillOptions) validate() error {
+	var err error
+	if o.drills, err = drill.Lookup(o.names, o.cfg.Source); err != nil {
+		return usageError{fmt.Errorf("--drill: %w", err)}
+	}
+	if _, err := o.kafka.options(); err != nil {
+		return err
+	}
+	if o.cfg.DatabaseURL, err = o.db.check(); err != nil {
+		return err
+	}
+	if o.cfg.BinDir == "" {
+		if o.cfg.BinDir, err = executableDir(); err != nil {
+			return err
+		}
+	}
+	if o.cfg.RunDir == "" {
+		// A directory of its own even for two drills started in the same
+		// second (CI runs MariaDB's beside PostgreSQL's): their processes'
+		// logs are the drills' evidence.
+		if o.cfg.RunDir, err = os.MkdirTemp("", "herald-drill-"+time.Now().Format("20060102-150405")+"-"); err != nil {
+			return err
+		}
+	}
+	if o.report == "" {
+		o.report = filepath.Join(o.cfg.RunDir, "report.json")
+	}
+	return nil
+}
+
+// run runs the drills, writes the report and its summary, and fails when
+// a drill did not pass.
+func (o *drillOptions) run(ctx context.Context) error {
+	out := o.cmd.OutOrStdout()
+	cfg := o.cfg
+	cfg.Brokers, cfg.Out = o.kafka.brokers, out
+	cfg.Kafka, cfg.DatabaseOptions = o.kafka.security(), o.db.options()
+	cfg.Command = commandLine(os.Args)
+	rep, err := drill.Run(ctx, cfg, o.drills)
+	if err != nil {
+		return drillConfigError(err, drillFlagOfField)
+	}
+	mdPath, err := rep.Write(o.report)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	fmt.Fprintf(out, "\n%s\nreport: %s\nsummary: %s\nlogs: %s\n", rep.Markdown(), o.report, mdPath, rep.RunDir)
+	if rep.Verdict != drill.VerdictPass {
+		return errors.New("drills failed; see the report")
+	}
+	return nil
 }
 
 // commandLine is args as a shell would take them, for the report.

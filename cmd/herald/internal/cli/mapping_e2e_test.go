@@ -275,7 +275,7 @@ func TestRecordFlagsRefused(t *testing.T) {
 		{[]string{"relay", "--record-format", "debezium", "--mapping-set", "route.topic.regex=(unclosed"},
 			[]string{"--mapping: the Outbox Event Router's settings: RouteTopicRegex: "}},
 		{[]string{"migrate", "up", "--mapping", avro}, []string{"--mapping: value.converter: herald writes records as"}},
-		{[]string{"migrate", "up", "--mapping-set", "herald.table=outbox_events"}, []string{"--mapping: Table: \"outbox_events\" is one of herald's own tables"}},
+		{[]string{"migrate", "up", "--mapping-set", "herald.table=outbox_events"}, []string{"--mapping: herald.table: \"outbox_events\" is one of herald's own tables"}},
 	} {
 		code, stdout, stderr := runMain(t, tt.args...)
 		for _, want := range tt.wants {

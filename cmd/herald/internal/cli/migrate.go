@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,18 +11,28 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/herald-outbox/herald/connector"
 	"github.com/herald-outbox/herald/migrations"
 )
 
+// migrateOptions are the flags of herald migrate's commands: up, which
+// alone takes --mapping, status and unmap. Each command is a method; the
+// three share one set of flag values, since one of them runs.
+type migrateOptions struct {
+	cmd *cobra.Command // the command running (its RunE sets it): where it writes
+
+	db      dbFlags
+	mapping mappingFlags
+
+	mapped *connector.Settings // what validateUp read from --mapping
+}
+
 func newMigrateCommand() *cobra.Command {
-	var (
-		db      dbFlags
-		mapping mappingFlags
-	)
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply or inspect herald's schema migrations",
 	}
+	o := &migrateOptions{}
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Apply pending migrations (a no-op when the schema is current)",
@@ -44,54 +55,11 @@ Creating the trigger needs the TRIGGER privilege on the table (MySQL/MariaDB)
 or owning it (PostgreSQL).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mapped, err := mapping.settings()
-			if err != nil {
+			o.cmd = cmd
+			if err := o.validateUp(); err != nil {
 				return err
 			}
-			if mapped != nil {
-				if err := mapped.Mapping.Validate(); err != nil {
-					return usageError{fmt.Errorf("--mapping: %w", err)}
-				}
-			}
-			conn, err := db.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			applied, err := migrations.Herald.Up(cmd.Context(), conn)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if len(applied) == 0 {
-				fmt.Fprintln(out, "schema is up to date; nothing applied")
-			}
-			for _, v := range applied {
-				fmt.Fprintf(out, "applied migration %d\n", v)
-			}
-			if mapped == nil {
-				return nil
-			}
-			if err := migrations.InstallMapping(cmd.Context(), conn, mapped.Mapping); err != nil {
-				return err
-			}
-			m := mapped.Mapping
-			fmt.Fprintf(out, "inserts into %s are copied into outbox_events by trigger %s: id from %s, aggregate type from %s, "+
-				"aggregate id from %s, event type from %s, payload from %s", m.Table, migrations.TriggerName(m.Table),
-				m.ID, m.AggregateType, m.AggregateID, m.EventType, m.Payload)
-			for _, opt := range []struct{ what, col string }{{"time", m.Timestamp}, {"schema version", m.SchemaVersion}, {"headers", m.Headers}} {
-				if opt.col != "" {
-					fmt.Fprintf(out, ", %s from %s", opt.what, opt.col)
-				}
-			}
-			if len(m.Fields) > 0 {
-				fmt.Fprintf(out, "; fields %s", strings.Join(m.Fields, ", "))
-			}
-			fmt.Fprintln(out)
-			for _, key := range mapped.Ignored {
-				fmt.Fprintf(out, "ignored: %s (it changes nothing herald sends)\n", key)
-			}
-			return nil
+			return o.up(cmd.Context())
 		},
 	}
 	status := &cobra.Command{
@@ -99,40 +67,8 @@ or owning it (PostgreSQL).`,
 		Short: "List migrations and whether each is applied",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			conn, err := db.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			st, err := migrations.Herald.Status(cmd.Context(), conn)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "database version %d, binary version %d\n", st.Current, st.Latest)
-			fmt.Fprintln(w, "VERSION\tMIGRATION\tAPPLIED AT")
-			for _, m := range st.Migrations {
-				applied := "pending"
-				if !m.AppliedAt.IsZero() {
-					applied = m.AppliedAt.UTC().Format("2006-01-02 15:04:05Z")
-				}
-				fmt.Fprintf(w, "%d\t%s\t%s\n", m.Version, m.Name, applied)
-			}
-			if st.Current > st.Latest {
-				fmt.Fprintf(w, "WARNING: the database is newer than this binary (%d > %d)\n", st.Current, st.Latest)
-			}
-			if st.Current >= mappingsVersion {
-				mappings, err := migrations.ReadMappings(cmd.Context(), conn)
-				if err != nil {
-					return err
-				}
-				for _, table := range slices.Sorted(maps.Keys(mappings)) {
-					im := mappings[table]
-					fmt.Fprintf(w, "foreign table %s: copied by trigger %s since %s\n", table, im.Trigger,
-						im.InstalledAt.Format("2006-01-02 15:04:05Z"))
-				}
-			}
-			return w.Flush()
+			o.cmd = cmd
+			return o.status(cmd.Context())
 		},
 	}
 	unmap := &cobra.Command{
@@ -143,32 +79,142 @@ outbox_events, and its mapping. Rows inserted from then on are not relayed by
 herald; the copies already made stay in outbox_events and are published.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := db.openMigrated(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			err = migrations.DropMapping(cmd.Context(), conn, args[0])
-			if errors.Is(err, migrations.ErrNoSuchMapping) {
-				return usageError{err}
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "inserts into %s are no longer copied into outbox_events\n", args[0])
-			return nil
+			o.cmd = cmd
+			return o.unmap(cmd.Context(), args[0])
 		},
 	}
 	for _, c := range []*cobra.Command{up, status, unmap} {
 		env := envFlags{}
-		db.register(c, env)
+		o.db.register(c, env)
 		if c == up {
-			mapping.register(c, env)
+			o.mapping.register(c, env)
 		}
 		env.bind(c)
 	}
 	cmd.AddCommand(up, status, unmap)
 	return cmd
+}
+
+// validateUp reads and checks --mapping (and --mapping-set) before up
+// changes anything.
+func (o *migrateOptions) validateUp() error {
+	var err error
+	if o.mapped, err = o.mapping.settings(); err != nil {
+		return err
+	}
+	if o.mapped != nil {
+		if err := o.mapped.Mapping.Validate(); err != nil {
+			return usageError{fmt.Errorf("--mapping: %w", err)}
+		}
+	}
+	return nil
+}
+
+// up applies herald's pending migrations, then installs --mapping's copy
+// of a foreign outbox table, and says what it did.
+func (o *migrateOptions) up(ctx context.Context) error {
+	conn, err := o.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if o.mapped != nil {
+		// Before any migration: a mapping that does not fit changes nothing.
+		if err := migrations.CheckMapping(ctx, conn, o.mapped.Mapping); err != nil {
+			return o.mapped.NameProperties(err)
+		}
+	}
+	applied, err := migrations.Herald.Up(ctx, conn)
+	if err != nil {
+		return err
+	}
+	out := o.cmd.OutOrStdout()
+	if len(applied) == 0 {
+		fmt.Fprintln(out, "schema is up to date; nothing applied")
+	}
+	for _, v := range applied {
+		fmt.Fprintf(out, "applied migration %d\n", v)
+	}
+	if o.mapped == nil {
+		return nil
+	}
+	if err := migrations.InstallMapping(ctx, conn, o.mapped.Mapping); err != nil {
+		return o.mapped.NameProperties(err)
+	}
+	m := o.mapped.Mapping
+	fmt.Fprintf(out, "inserts into %s are copied into outbox_events by trigger %s: id from %s, aggregate type from %s, "+
+		"aggregate id from %s, event type from %s, payload from %s", m.Table, migrations.TriggerName(m.Table),
+		m.ID, m.AggregateType, m.AggregateID, m.EventType, m.Payload)
+	for _, opt := range []struct{ what, col string }{{"time", m.Timestamp}, {"schema version", m.SchemaVersion}, {"headers", m.Headers}} {
+		if opt.col != "" {
+			fmt.Fprintf(out, ", %s from %s", opt.what, opt.col)
+		}
+	}
+	if len(m.Fields) > 0 {
+		fmt.Fprintf(out, "; fields %s", strings.Join(m.Fields, ", "))
+	}
+	fmt.Fprintln(out)
+	for _, key := range o.mapped.Ignored {
+		fmt.Fprintf(out, "ignored: %s (it changes nothing herald sends)\n", key)
+	}
+	return nil
+}
+
+// status prints every migration and whether it is applied, and the
+// foreign tables whose inserts are copied.
+func (o *migrateOptions) status(ctx context.Context) error {
+	conn, err := o.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	st, err := migrations.Herald.Status(ctx, conn)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(o.cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "database version %d, binary version %d\n", st.Current, st.Latest)
+	fmt.Fprintln(w, "VERSION\tMIGRATION\tAPPLIED AT")
+	for _, m := range st.Migrations {
+		applied := "pending"
+		if !m.AppliedAt.IsZero() {
+			applied = m.AppliedAt.UTC().Format("2006-01-02 15:04:05Z")
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\n", m.Version, m.Name, applied)
+	}
+	if st.Current > st.Latest {
+		fmt.Fprintf(w, "WARNING: the database is newer than this binary (%d > %d)\n", st.Current, st.Latest)
+	}
+	if st.Current >= mappingsVersion {
+		mappings, err := migrations.ReadMappings(ctx, conn)
+		if err != nil {
+			return err
+		}
+		for _, table := range slices.Sorted(maps.Keys(mappings)) {
+			im := mappings[table]
+			fmt.Fprintf(w, "foreign table %s: copied by trigger %s since %s\n", table, im.Trigger,
+				im.InstalledAt.Format("2006-01-02 15:04:05Z"))
+		}
+	}
+	return w.Flush()
+}
+
+// unmap removes the copy of table's inserts that up --mapping installed.
+func (o *migrateOptions) unmap(ctx context.Context, table string) error {
+	conn, err := o.db.openMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	err = migrations.DropMapping(ctx, conn, table)
+	if errors.Is(err, migrations.ErrNoSuchMapping) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.cmd.OutOrStdout(), "inserts into %s are no longer copied into outbox_events\n", table)
+	return nil
 }
 
 // mappingsVersion is the migration that adds outbox_mappings.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -103,50 +104,74 @@ func parseInstant(flag, v string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// quarantineListOptions are herald quarantine list's flags.
+type quarantineListOptions struct {
+	cmd *cobra.Command // where the command writes
+
+	db     dbFlags
+	sel    quarantineFilterFlags
+	asJSON bool
+
+	filter store.QuarantineFilter // what validate read
+}
+
 func newQuarantineListCommand() *cobra.Command {
-	var (
-		db     dbFlags
-		sel    quarantineFilterFlags
-		asJSON bool
-	)
+	o := &quarantineListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List quarantined events, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			filter, err := sel.filter(time.Now())
-			if err != nil {
+			if err := o.validate(time.Now()); err != nil {
 				return err
 			}
-			conn, err := db.openMigrated(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			list, err := store.New(conn, db.dialect()).ListQuarantined(cmd.Context(), filter)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd, nonNil(list))
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "EVENT ID\tAGGREGATE\tSEQ\tTYPE\tCLASS\tATTEMPTS\tHELD BEHIND\tQUARANTINED AT\tLAST ERROR")
-			for _, q := range list {
-				fmt.Fprintf(w, "%s\t%s/%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", q.ID, q.AggregateType, q.AggregateID,
-					q.AggregateSeq, q.EventType, q.ErrorClass, q.Attempts, q.HeldBehind,
-					q.QuarantinedAt.Format(time.RFC3339), shorten(q.LastError, 60))
-			}
-			fmt.Fprintf(w, "%d quarantined event(s)\n", len(list))
-			return w.Flush()
+			return o.run(cmd.Context())
 		},
 	}
-	env := envFlags{}
-	db.register(cmd, env)
-	sel.register(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	env.bind(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+// register adds the list's flags to cmd, bound to o.
+func (o *quarantineListOptions) register(cmd *cobra.Command) {
+	o.cmd = cmd
+	env := envFlags{}
+	o.db.register(cmd, env)
+	o.sel.register(cmd)
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
+	env.bind(cmd)
+}
+
+// validate checks the filter, its times relative to now.
+func (o *quarantineListOptions) validate(now time.Time) error {
+	var err error
+	o.filter, err = o.sel.filter(now)
+	return err
+}
+
+// run prints the quarantined events the filter selects, as a table or JSON.
+func (o *quarantineListOptions) run(ctx context.Context) error {
+	conn, err := o.db.openMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	list, err := store.New(conn, o.db.dialect()).ListQuarantined(ctx, o.filter)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return writeJSON(o.cmd, nonNil(list))
+	}
+	w := tabwriter.NewWriter(o.cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "EVENT ID\tAGGREGATE\tSEQ\tTYPE\tCLASS\tATTEMPTS\tHELD BEHIND\tQUARANTINED AT\tLAST ERROR")
+	for _, q := range list {
+		fmt.Fprintf(w, "%s\t%s/%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", q.ID, q.AggregateType, q.AggregateID,
+			q.AggregateSeq, q.EventType, q.ErrorClass, q.Attempts, q.HeldBehind,
+			q.QuarantinedAt.Format(time.RFC3339), shorten(q.LastError, 60))
+	}
+	fmt.Fprintf(w, "%d quarantined event(s)\n", len(list))
+	return w.Flush()
 }
 
 func newQuarantineShowCommand() *cobra.Command {
@@ -175,14 +200,26 @@ func newQuarantineShowCommand() *cobra.Command {
 	return cmd
 }
 
+// quarantineResolveOptions are the flags of herald quarantine retry and
+// discard (action). validate checks the events named and the filter; run
+// resolves each event, audited, and says what changed.
+type quarantineResolveOptions struct {
+	cmd    *cobra.Command // where the command writes
+	action string         // "retry" or "discard"
+
+	db     dbFlags
+	sel    quarantineFilterFlags
+	reason string
+	actor  string
+	dryRun bool
+
+	// What validate read, for run.
+	ids    []string // the events named, or none for a filter
+	filter store.QuarantineFilter
+}
+
 func newQuarantineResolveCommand(action string) *cobra.Command {
-	var (
-		db     dbFlags
-		sel    quarantineFilterFlags
-		reason string
-		actor  string
-		dryRun bool
-	)
+	o := &quarantineResolveOptions{action: action}
 	short := "Put quarantined events back in line; their held successors follow in order"
 	if action == "discard" {
 		short = "Give quarantined events up for good (needs --reason); their successors proceed"
@@ -190,82 +227,105 @@ func newQuarantineResolveCommand(action string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   action + " [EVENT_ID...]",
 		Short: short,
-		Args:  cobra.ArbitraryArgs, // none with a filter, one or more without: checked below
+		Args:  cobra.ArbitraryArgs, // none with a filter, one or more without: validate checks
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			if len(ids) > 0 && sel.any() {
-				return usageError{fmt.Errorf("give event ids or filter flags, not both")}
-			}
-			if len(ids) == 0 && !sel.any() {
-				return usageError{fmt.Errorf("name the events: event ids, or a filter such as --class or --aggregate-id")}
-			}
-			if action == "discard" && strings.TrimSpace(reason) == "" {
-				return usageError{fmt.Errorf("--reason: discard needs a reason (it is kept in the audit trail)")}
-			}
-			if strings.TrimSpace(actor) == "" {
-				return usageError{fmt.Errorf("--actor: must not be empty")}
-			}
-			filter, err := sel.filter(time.Now())
-			if err != nil {
+			if err := o.validate(ids, time.Now()); err != nil {
 				return err
 			}
-			conn, err := db.openMigrated(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			st := store.New(conn, db.dialect())
-			if len(ids) == 0 {
-				list, err := st.ListQuarantined(cmd.Context(), filter)
-				if err != nil {
-					return err
-				}
-				for _, q := range list {
-					ids = append(ids, q.ID)
-				}
-			}
-			resolve := st.Retry
-			if action == "discard" {
-				resolve = st.Discard
-			}
-			changed := 0
-			var final []string
-			for _, id := range ids {
-				ch, err := resolve(cmd.Context(), id, actor, reason, dryRun)
-				if err != nil {
-					return err
-				}
-				if action == "retry" && ch.State == "discarded" {
-					// A discard is final: saying "unchanged" would read as if
-					// the event were already back in line.
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: discarded; a discarded event cannot be retried\n", id)
-					final = append(final, id)
-					continue
-				}
-				verb := map[bool]string{true: action, false: "unchanged"}[ch.Changed]
-				if dryRun && ch.Changed {
-					verb = "would " + action
-				}
-				if ch.Changed {
-					changed++
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (now %s; %d held event(s) released)\n", id, verb, ch.State, ch.Released)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d of %d event(s) %s%s\n", changed, len(ids),
-				map[bool]string{true: "would change (dry run)", false: "changed"}[dryRun], "")
-			if len(final) > 0 {
-				return fmt.Errorf("%d event(s) are discarded and cannot be retried: %s", len(final), strings.Join(final, ", "))
-			}
-			return nil
+			return o.run(cmd.Context())
 		},
 	}
-	env := envFlags{}
-	db.register(cmd, env)
-	sel.register(cmd)
-	cmd.Flags().StringVar(&reason, "reason", "", "why (required for discard; kept in outbox_audit)")
-	cmd.Flags().StringVar(&actor, "actor", defaultActor(), "who is acting, for the audit trail")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change; write nothing")
-	env.bind(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+// register adds the command's flags to cmd, bound to o.
+func (o *quarantineResolveOptions) register(cmd *cobra.Command) {
+	o.cmd = cmd
+	env := envFlags{}
+	o.db.register(cmd, env)
+	o.sel.register(cmd)
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why (required for discard; kept in outbox_audit)")
+	cmd.Flags().StringVar(&o.actor, "actor", defaultActor(), "who is acting, for the audit trail")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show what would change; write nothing")
+	env.bind(cmd)
+}
+
+// validate checks that the events are named one way (ids or a filter), a
+// discard's reason and the actor; the filter's times are relative to now.
+func (o *quarantineResolveOptions) validate(ids []string, now time.Time) error {
+	if len(ids) > 0 && o.sel.any() {
+		return usageError{fmt.Errorf("give event ids or filter flags, not both")}
+	}
+	if len(ids) == 0 && !o.sel.any() {
+		return usageError{fmt.Errorf("name the events: event ids, or a filter such as --class or --aggregate-id")}
+	}
+	if o.action == "discard" && strings.TrimSpace(o.reason) == "" {
+		return usageError{fmt.Errorf("--reason: discard needs a reason (it is kept in the audit trail)")}
+	}
+	if strings.TrimSpace(o.actor) == "" {
+		return usageError{fmt.Errorf("--actor: must not be empty")}
+	}
+	var err error
+	o.ids = ids
+	o.filter, err = o.sel.filter(now)
+	return err
+}
+
+// run retries or discards each event named (the filter's, listed first),
+// printing one line per event and a total; a retry of a discarded event
+// fails the command once the others are done.
+func (o *quarantineResolveOptions) run(ctx context.Context) error {
+	out := o.cmd.OutOrStdout()
+	conn, err := o.db.openMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	st := store.New(conn, o.db.dialect())
+	ids := o.ids
+	if len(ids) == 0 {
+		list, err := st.ListQuarantined(ctx, o.filter)
+		if err != nil {
+			return err
+		}
+		for _, q := range list {
+			ids = append(ids, q.ID)
+		}
+	}
+	resolve := st.Retry
+	if o.action == "discard" {
+		resolve = st.Discard
+	}
+	changed := 0
+	var final []string
+	for _, id := range ids {
+		ch, err := resolve(ctx, id, o.actor, o.reason, o.dryRun)
+		if err != nil {
+			return err
+		}
+		if o.action == "retry" && ch.State == "discarded" {
+			// A discard is final: saying "unchanged" would read as if the
+			// event were already back in line.
+			fmt.Fprintf(out, "%s: discarded; a discarded event cannot be retried\n", id)
+			final = append(final, id)
+			continue
+		}
+		verb := map[bool]string{true: o.action, false: "unchanged"}[ch.Changed]
+		if o.dryRun && ch.Changed {
+			verb = "would " + o.action
+		}
+		if ch.Changed {
+			changed++
+		}
+		fmt.Fprintf(out, "%s: %s (now %s; %d held event(s) released)\n", id, verb, ch.State, ch.Released)
+	}
+	fmt.Fprintf(out, "%d of %d event(s) %s\n", changed, len(ids),
+		map[bool]string{true: "would change (dry run)", false: "changed"}[o.dryRun])
+	if len(final) > 0 {
+		return fmt.Errorf("%d event(s) are discarded and cannot be retried: %s", len(final), strings.Join(final, ", "))
+	}
+	return nil
 }
 
 func defaultActor() string {

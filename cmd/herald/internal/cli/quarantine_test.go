@@ -54,7 +54,7 @@ func TestQuarantineRefusesUnknownClass(t *testing.T) {
 // against, names every Class* constant of package kafka, so a new class
 // cannot be refused by the CLI.
 func TestKafkaClassesListsEveryClass(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "kafka", "errors.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "..", "kafka", "errors.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

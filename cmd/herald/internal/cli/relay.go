@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/herald-outbox/herald/connector"
 	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/internal/config"
 	"github.com/herald-outbox/herald/kafka"
@@ -20,6 +22,7 @@ import (
 	"github.com/herald-outbox/herald/migrations"
 	"github.com/herald-outbox/herald/relay"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/mysql"
 )
 
@@ -47,23 +50,33 @@ var relayNoZeroFlags = []string{
 	"order-policy", "shutdown-timeout", "cleanup-interval", "backlog-interval", "metrics-addr",
 }
 
+// relayOptions are herald relay's flags. validate checks them all at once,
+// each problem naming its flag; run wires relay.Service from them and runs
+// it until the context ends.
+type relayOptions struct {
+	cmd *cobra.Command // which flags were given, and by which variable
+
+	db          dbFlags
+	kafka       kafkaFlags
+	svc         relay.ServiceConfig
+	orderPolicy string
+	topics      []string
+	compression string
+	linger      time.Duration
+	maxRecord   int
+	migrate     bool
+	source      string
+	slot        slotFlag
+	mapping     mappingFlags
+	records     recordFlags
+
+	// What validate read, for run.
+	kafkaOpts []kgo.Opt
+	mapped    *connector.Settings
+}
+
 func newRelayCommand() *cobra.Command {
-	var (
-		db          dbFlags
-		kf          kafkaFlags
-		svc         relay.ServiceConfig
-		orderPolicy string
-		topics      []string
-		compression string
-		linger      time.Duration
-		maxRecord   int
-		migrate     bool
-		source      string
-		slot        slotFlag
-		mapping     mappingFlags
-		records     recordFlags
-	)
-	env := envFlags{}
+	o := &relayOptions{}
 	cmd := &cobra.Command{
 		Use:   "relay",
 		Short: "Publish committed outbox events to Kafka (run several for availability)",
@@ -107,129 +120,23 @@ Every flag has an environment variable (shown in its help). SIGTERM or SIGINT
 stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			// Every problem of the command line is reported at once.
-			problems := refuseZero(cmd, relayNoZeroFlags)
-			kafkaOpts, err := kf.options()
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
-			svc.Relay.OrderPolicy = store.OrderPolicy(orderPolicy)
-			routes, err := parseTopicRoutes(topics)
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
-			svc.Relay.Topics = routes
-			if _, err := kafka.ParseCompression(compression); err != nil {
-				problems = append(problems, "--compression: "+err.Error())
-			}
-			switch {
-			case linger < 0:
-				problems = append(problems, fmt.Sprintf("--linger: must not be negative, got %v", linger))
-			case linger == 0:
-				linger = -1 // kafka.ProducerConfig's "no lingering"; its 0 is the default
-			}
-			if source != sourcePoll && source != sourceBinlog && source != sourceWAL {
-				problems = append(problems, fmt.Sprintf("--source: want %s, %s or %s, got %q", sourcePoll, sourceBinlog, sourceWAL, source))
-			}
-			if url, err := db.url(); err == nil {
-				switch {
-				case source == sourceBinlog && database.IsPostgres(url):
-					problems = append(problems, "--source binlog: streams the MariaDB/MySQL binlog; on PostgreSQL use --source wal (or poll)")
-				case source == sourceWAL && !database.IsPostgres(url):
-					problems = append(problems, "--source wal: streams PostgreSQL's WAL; on MariaDB/MySQL use --source binlog (or poll)")
-				}
-			}
-			if cmd.Flags().Changed("slot") && source != sourceWAL {
-				problems = append(problems, "--slot: only --source wal streams from a replication slot")
-			}
-			if source != sourcePoll && !cmd.Flags().Changed("linger") {
-				// A stream publishes as events commit: waiting for company
-				// only adds latency.
-				linger = -1
-			}
-			if err := kafka.ValidateMaxRecordBytes(maxRecord); err != nil {
-				problems = append(problems, "--max-record-bytes: "+err.Error())
-			}
-			mapped, err := mapping.settings()
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
-			var formatProblems []string
-			svc.Relay.Records, formatProblems = records.config(mapped)
-			problems = append(problems, formatProblems...)
-			if err := svc.Validate(); err != nil {
-				// The record formats' problems are in formatProblems,
-				// under their flags' names.
-				problems = append(problems, flagMessages(withoutField(err, "Relay.Records."), relayFlagOfField)...)
-			}
-			if len(problems) > 0 {
-				return usageError{errors.New(strings.Join(problems, "; "))}
-			}
-
-			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-			slog.SetDefault(logger)
-			svc.Logger = logger
-			// The relay's own UPDATEs (marks, holds, failures) need not copy
-			// the row into the binlog, where the server allows it.
-			db.opts.MinimalRowImage = true
-			conn, err := db.open(ctx)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			defer conn.Close()
-			if !database.OnPostgres(db.dialect()) {
-				logRowImage(ctx, conn, logger)
-			}
-			if migrate {
-				if _, err := migrations.Herald.Up(ctx, conn); err != nil {
-					return err
-				}
-			} else if err := migrations.Herald.Check(ctx, conn); err != nil {
-				return err
-			}
-			if err := checkInstalledMapping(ctx, conn, mapped); err != nil {
-				return err
-			}
-			switch source {
-			case sourceBinlog:
-				if svc.Relay.Stream, err = newBinlogSource(ctx, conn, &db, logger); err != nil {
-					return err
-				}
-			case sourceWAL:
-				if svc.Relay.Stream, err = newWALSource(ctx, conn, &db, slot, logger); err != nil {
-					return err
-				}
-			}
-			producer, err := kafka.NewProducer(kafka.ProducerConfig{
-				Brokers: kf.brokers, ClientID: "herald-relay", Compression: compression, Linger: linger,
-				MaxRecordBytes: maxRecord,
-				// A record must be acknowledged (or given up) well inside the
-				// lease, so a healthy relay never loses its lease mid-batch.
-				DeliveryTimeout: svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: kafkaOpts,
-				RecordTimestamps: svc.Relay.Records.Timestamped(),
-			})
-			if err != nil {
-				return err
-			}
-			defer producer.Close()
-
-			s, err := relay.NewService(svc, store.New(conn, db.dialect()), producer)
-			if err != nil {
-				return err
-			}
-			dsn, _ := db.url()
-			logger.Info("relay connecting", "database", database.Address(dsn), "database_tls", database.TLSMode(dsn, db.opts),
-				"kafka_brokers", strings.Join(kf.brokers, ","), "kafka_security", kf.sec)
-			err = s.Run(ctx)
-			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
-				return fmt.Errorf("--metrics-addr %s: %w", svc.MetricsAddr, err)
-			}
-			return err
+			return o.run(cmd.Context())
 		},
 	}
-	db.register(cmd, env)
-	kf.register(cmd, env)
+	o.register(cmd)
+	return cmd
+}
+
+// register adds the relay's flags to cmd, bound to o.
+func (o *relayOptions) register(cmd *cobra.Command) {
+	o.cmd = cmd
+	env := envFlags{}
+	o.db.register(cmd, env)
+	o.kafka.register(cmd, env)
+	svc := &o.svc
 	f := cmd.Flags()
 	f.StringVar(&svc.Relay.ID, "relay-id", "", "unique relay id, the owner of its buckets in outbox_buckets (default <hostname>-<pid>)")
 	f.IntVar(&svc.Relay.BatchSize, "batch-size", relay.BatchSizeDefault, "events per claim")
@@ -238,27 +145,161 @@ stops claiming, finishes the batch in flight (or releases it) and exits 0.`,
 	f.IntVar(&svc.Relay.MaxAttempts, "max-attempts", relay.MaxAttemptsDefault, "failed attempts before an event is quarantined")
 	f.DurationVar(&svc.Relay.BackoffBase, "backoff-base", relay.BackoffBaseDefault, "first retry delay (doubles per attempt)")
 	f.DurationVar(&svc.Relay.BackoffCap, "backoff-cap", relay.BackoffCapDefault, "longest retry delay")
-	f.StringVar(&orderPolicy, "order-policy", string(relay.OrderPolicyDefault),
+	f.StringVar(&o.orderPolicy, "order-policy", string(relay.OrderPolicyDefault),
 		"hold: later events of an aggregate wait behind a failing one; skip-quarantined: they pass a quarantined one")
-	f.StringSliceVar(&topics, "topic", defaultRoutes(), "route aggregate_type=topic (repeatable or comma-separated)")
+	f.StringSliceVar(&o.topics, "topic", defaultRoutes(), "route aggregate_type=topic (repeatable or comma-separated)")
 	f.StringVar(&svc.Relay.DefaultTopic, "default-topic", "", "topic for aggregate types no --topic names (empty: quarantine them)")
-	f.StringVar(&compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
-	f.DurationVar(&linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog and wal default to 0, the lowest latency; under load a few ms fill the produce requests and cut the relay's and the broker's CPU per event: docs/benchmarks.md)")
-	f.StringVar(&source, "source", sourcePoll, "where events come from: poll (claim ready rows), binlog (stream committed inserts from MariaDB/MySQL's binlog) or wal (from PostgreSQL's WAL, a logical replication slot); a stream has one relay streaming, the others stand by")
-	slot.register(cmd, env)
-	mapping.register(cmd, env)
-	records.register(cmd, env)
-	f.IntVar(&maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
+	f.StringVar(&o.compression, "compression", kafka.CompressionDefault, "producer compression: none, gzip, snappy, lz4, zstd")
+	f.DurationVar(&o.linger, "linger", kafka.LingerDefault, "producer linger per partition batch (0: send at once; --source binlog and wal default to 0, the lowest latency; under load a few ms fill the produce requests and cut the relay's and the broker's CPU per event: docs/benchmarks.md)")
+	f.StringVar(&o.source, "source", sourcePoll, "where events come from: poll (claim ready rows), binlog (stream committed inserts from MariaDB/MySQL's binlog) or wal (from PostgreSQL's WAL, a logical replication slot); a stream has one relay streaming, the others stand by")
+	o.slot.register(cmd, env)
+	o.mapping.register(cmd, env)
+	o.records.register(cmd, env)
+	f.IntVar(&o.maxRecord, "max-record-bytes", kafka.MaxRecordBytesDefault,
 		"largest record batch sent, uncompressed; topics' max.message.bytes must be at least this (herald topics describe checks)")
 	f.StringVar(&svc.MetricsAddr, "metrics-addr", MetricsAddrDefault, "address of /healthz, /readyz and /metrics")
 	f.DurationVar(&svc.Relay.ShutdownTimeout, "shutdown-timeout", relay.ShutdownTimeoutDefault, "on SIGTERM, wait this long for the batch in flight")
-	f.BoolVar(&migrate, "migrate", false, "apply herald's schema migrations at start")
+	f.BoolVar(&o.migrate, "migrate", false, "apply herald's schema migrations at start")
 	f.DurationVar(&svc.Cleaner.Retention, "cleanup-retention", 0, "run cleanup in the background, keeping published events this long (0: off)")
 	f.DurationVar(&svc.Cleaner.InboxRetention, "cleanup-inbox-retention", 0, "background cleanup also prunes consumed_events older than this (must exceed --cleanup-retention)")
 	f.DurationVar(&svc.BacklogInterval, "backlog-interval", metrics.BacklogIntervalDefault, "how often the backlog gauges are read from the database")
 	f.DurationVar(&svc.Cleaner.Interval, "cleanup-interval", relay.CleanupIntervalDefault, "wait between background cleanup passes")
 	env.bind(cmd)
-	return cmd
+}
+
+// validate checks every flag before anything connects and reports every
+// problem at once, as a usage error naming each flag (or its variable).
+// It keeps what it read (the routes, the record formats, the Kafka
+// options, the mapping) for run.
+func (o *relayOptions) validate() error {
+	problems := refuseZero(o.cmd, relayNoZeroFlags)
+	var err error
+	if o.kafkaOpts, err = o.kafka.options(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	o.svc.Relay.OrderPolicy = store.OrderPolicy(o.orderPolicy)
+	if o.svc.Relay.Topics, err = parseTopicRoutes(o.topics); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if _, err := kafka.ParseCompression(o.compression); err != nil {
+		problems = append(problems, "--compression: "+err.Error())
+	}
+	if o.linger < 0 {
+		problems = append(problems, fmt.Sprintf("--linger: must not be negative, got %v", o.linger))
+	}
+	if o.source != sourcePoll && o.source != sourceBinlog && o.source != sourceWAL {
+		problems = append(problems, fmt.Sprintf("--source: want %s, %s or %s, got %q", sourcePoll, sourceBinlog, sourceWAL, o.source))
+	}
+	if url, err := o.db.url(); err == nil {
+		switch {
+		case o.source == sourceBinlog && database.IsPostgres(url):
+			problems = append(problems, "--source binlog: streams the MariaDB/MySQL binlog; on PostgreSQL use --source wal (or poll)")
+		case o.source == sourceWAL && !database.IsPostgres(url):
+			problems = append(problems, "--source wal: streams PostgreSQL's WAL; on MariaDB/MySQL use --source binlog (or poll)")
+		}
+	}
+	if o.cmd.Flags().Changed("slot") && o.source != sourceWAL {
+		problems = append(problems, "--slot: only --source wal streams from a replication slot")
+	}
+	if err := kafka.ValidateMaxRecordBytes(o.maxRecord); err != nil {
+		problems = append(problems, "--max-record-bytes: "+err.Error())
+	}
+	if o.mapped, err = o.mapping.settings(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	var formatProblems []string
+	o.svc.Relay.Records, formatProblems = o.records.config(o.mapped)
+	problems = append(problems, formatProblems...)
+	if err := o.svc.Validate(); err != nil {
+		// The record formats' problems are in formatProblems, under their
+		// flags' names.
+		problems = append(problems, flagMessages(withoutField(err, "Relay.Records."), relayFlagOfField)...)
+	}
+	if len(problems) > 0 {
+		return usageError{errors.New(strings.Join(problems, "; "))}
+	}
+	return nil
+}
+
+// producerLinger is --linger as kafka.ProducerConfig reads it: -1 for no
+// lingering (its 0 is the default), which is also a stream's default: a
+// stream publishes as events commit, and waiting for company only adds
+// latency.
+func (o *relayOptions) producerLinger() time.Duration {
+	if o.linger == 0 || o.source != sourcePoll && !o.cmd.Flags().Changed("linger") {
+		return -1
+	}
+	return o.linger
+}
+
+// run connects to the database (applying or checking herald's schema),
+// builds the stream source --source names, the producer and the
+// relay.Service, and runs the service until ctx ends.
+func (o *relayOptions) run(ctx context.Context) error {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	slog.SetDefault(logger)
+	o.svc.Logger = logger
+	// The relay's own UPDATEs (marks, holds, failures) need not copy the
+	// row into the binlog, where the server allows it.
+	o.db.opts.MinimalRowImage = true
+	conn, err := o.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if !database.OnPostgres(o.db.dialect()) {
+		logRowImage(ctx, conn, logger)
+	}
+	if o.migrate {
+		if _, err := migrations.Herald.Up(ctx, conn); err != nil {
+			return err
+		}
+	} else if err := migrations.Herald.Check(ctx, conn); err != nil {
+		return err
+	}
+	if err := checkInstalledMapping(ctx, conn, o.mapped); err != nil {
+		return err
+	}
+	if o.svc.Relay.Stream, err = o.stream(ctx, conn, logger); err != nil {
+		return err
+	}
+	producer, err := kafka.NewProducer(kafka.ProducerConfig{
+		Brokers: o.kafka.brokers, ClientID: "herald-relay", Compression: o.compression, Linger: o.producerLinger(),
+		MaxRecordBytes: o.maxRecord,
+		// A record must be acknowledged (or given up) well inside the
+		// lease, so a healthy relay never loses its lease mid-batch.
+		DeliveryTimeout: o.svc.Relay.Lease * 2 / 3, Logger: logger, ClientOptions: o.kafkaOpts,
+		RecordTimestamps: o.svc.Relay.Records.Timestamped(),
+	})
+	if err != nil {
+		return err
+	}
+	defer producer.Close()
+
+	s, err := relay.NewService(o.svc, store.New(conn, o.db.dialect()), producer)
+	if err != nil {
+		return err
+	}
+	dsn, _ := o.db.url()
+	logger.Info("relay connecting", "database", database.Address(dsn), "database_tls", database.TLSMode(dsn, o.db.opts),
+		"kafka_brokers", strings.Join(o.kafka.brokers, ","), "kafka_security", o.kafka.sec)
+	err = s.Run(ctx)
+	if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "listen" {
+		return fmt.Errorf("--metrics-addr %s: %w", o.svc.MetricsAddr, err)
+	}
+	return err
+}
+
+// stream returns the change-stream source of --source (nil for poll),
+// checked against the server and herald's account.
+func (o *relayOptions) stream(ctx context.Context, conn *sql.DB, logger *slog.Logger) (changestream.Source, error) {
+	switch o.source {
+	case sourceBinlog:
+		return newBinlogSource(ctx, conn, &o.db, logger)
+	case sourceWAL:
+		return newWALSource(ctx, conn, &o.db, o.slot, logger)
+	}
+	return nil, nil
 }
 
 // parseTopicRoutes reads --topic aggregate_type=topic entries.

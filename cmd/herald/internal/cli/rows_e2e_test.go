@@ -16,8 +16,9 @@ import (
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/outbox"
 	"github.com/herald-outbox/herald/relay"
-	"github.com/herald-outbox/herald/relay/binlogsource"
 	"github.com/herald-outbox/herald/store"
+	"github.com/herald-outbox/herald/store/changestream"
+	"github.com/herald-outbox/herald/store/mysql/binlog"
 	"github.com/herald-outbox/herald/testkit/testenv"
 	"github.com/herald-outbox/herald/testkit/verify"
 )
@@ -87,7 +88,7 @@ func testForeignRows(t *testing.T, server testenv.Server, streamed bool) {
 		PollInterval: 50 * time.Millisecond, Observer: obs,
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	if streamed {
-		src, err := binlogsource.New(ctx, d.DB, d.DSN, cfg.Logger)
+		src, err := binlog.NewSource(ctx, d.DB, binlog.Config{DSN: d.DSN, Config: changestream.Config{Logger: cfg.Logger}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,15 +14,22 @@ import (
 // the console shows too.
 type statusReport = status.Report
 
+// statusOptions are herald status's flags. validate checks them (Kafka's
+// answer is reported, not required, but settings that can never work are
+// the operator's to fix first); run prints the report.
+type statusOptions struct {
+	cmd *cobra.Command // where the command writes
+
+	db      dbFlags
+	kafka   kafkaFlags
+	routing routeFlags
+	topics  []string
+	groups  []string
+	asJSON  bool
+}
+
 func newStatusCommand() *cobra.Command {
-	var (
-		db      dbFlags
-		kf      kafkaFlags
-		routing routeFlags
-		topics  []string
-		groups  []string
-		asJSON  bool
-	)
+	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "One screen for the operator: backlog, ages, failures, quarantine, partitions, consumer lag",
@@ -39,55 +46,72 @@ When Kafka does not answer, the database's part is still printed and the
 command exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			// Kafka's answer is reported, not required, but settings that
-			// can never work are the operator's to fix first.
-			if _, err := kf.options(); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			if len(topics) == 0 {
-				routes, defaultTopic, err := routing.parse()
-				if err != nil {
-					return err
-				}
-				topics = liveTopics(routes, defaultTopic)
-			} else if err := validateTopicNames(topics); err != nil {
-				return err
-			}
-			rep, kafkaErr, err := readStatus(ctx, &db, &kf, topics, groups)
-			if err != nil {
-				if asJSON {
-					// A script reading --json gets a JSON object whatever
-					// happened; the exit code and stderr say it failed.
-					if werr := writeJSON(cmd, status.NewError(err)); werr != nil {
-						return werr
-					}
-				}
-				return err
-			}
-			if asJSON {
-				if err := writeJSON(cmd, rep); err != nil {
-					return err
-				}
-			} else if err := rep.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if kafkaErr != nil {
-				return fmt.Errorf("the Kafka part of the status is missing: %w", kafkaErr)
-			}
-			return nil
+			return o.run(cmd.Context())
 		},
 	}
+	o.register(cmd)
+	return cmd
+}
+
+// register adds the status's flags to cmd, bound to o.
+func (o *statusOptions) register(cmd *cobra.Command) {
+	o.cmd = cmd
 	env := envFlags{}
-	db.register(cmd, env)
-	kf.register(cmd, env)
-	routing.register(cmd, env)
-	cmd.Flags().StringSliceVar(&topics, "topics", nil, "topics to show partitions and lag for (default: the topics of --topic and --default-topic)")
-	cmd.Flags().StringSliceVar(&groups, "groups", nil, "consumer groups to show (default: every group reading the topics)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	o.db.register(cmd, env)
+	o.kafka.register(cmd, env)
+	o.routing.register(cmd, env)
+	cmd.Flags().StringSliceVar(&o.topics, "topics", nil, "topics to show partitions and lag for (default: the topics of --topic and --default-topic)")
+	cmd.Flags().StringSliceVar(&o.groups, "groups", nil, "consumer groups to show (default: every group reading the topics)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
 	env["topics"] = "HERALD_STATUS_TOPICS"
 	env.bind(cmd)
-	return cmd
+}
+
+// validate checks the Kafka settings and the topics, which default to the
+// routes' live topics.
+func (o *statusOptions) validate() error {
+	if _, err := o.kafka.options(); err != nil {
+		return err
+	}
+	if len(o.topics) > 0 {
+		return validateTopicNames(o.topics)
+	}
+	routes, defaultTopic, err := o.routing.parse()
+	if err != nil {
+		return err
+	}
+	o.topics = liveTopics(routes, defaultTopic)
+	return nil
+}
+
+// run prints the report, as text or JSON; without Kafka's part it prints
+// the database's and fails.
+func (o *statusOptions) run(ctx context.Context) error {
+	rep, kafkaErr, err := readStatus(ctx, &o.db, &o.kafka, o.topics, o.groups)
+	if err != nil {
+		if o.asJSON {
+			// A script reading --json gets a JSON object whatever
+			// happened; the exit code and stderr say it failed.
+			if werr := writeJSON(o.cmd, status.NewError(err)); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	if o.asJSON {
+		if err := writeJSON(o.cmd, rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteText(o.cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if kafkaErr != nil {
+		return fmt.Errorf("the Kafka part of the status is missing: %w", kafkaErr)
+	}
+	return nil
 }
 
 // readStatus reads the report (package status, which the console shows

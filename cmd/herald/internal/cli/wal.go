@@ -10,8 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/herald-outbox/herald/database"
-	"github.com/herald-outbox/herald/relay"
-	"github.com/herald-outbox/herald/relay/walsource"
+	"github.com/herald-outbox/herald/store/changestream"
 	"github.com/herald-outbox/herald/store/postgres"
 	"github.com/herald-outbox/herald/store/postgres/wal"
 )
@@ -37,7 +36,7 @@ func walConfig(db *dbFlags, slot slotFlag, logger *slog.Logger) (wal.Config, err
 	if err != nil {
 		return wal.Config{}, err
 	}
-	cfg := wal.Config{URL: dsn, Slot: slot.name, Logger: logger,
+	cfg := wal.Config{URL: dsn, Slot: slot.name, Config: changestream.Config{Logger: logger},
 		ConnOptions: postgres.ConnOptions{Password: os.Getenv(database.EnvPassword), PasswordFile: db.opts.PasswordFile}}
 	if err := cfg.Validate(); err != nil {
 		return wal.Config{}, flagError(err, map[string]string{"URL": "--database-url", "Slot": "--slot",
@@ -51,12 +50,12 @@ func walConfig(db *dbFlags, slot slotFlag, logger *slog.Logger) (wal.Config, err
 
 // newWALSource returns the WAL stream source of the database db was opened
 // on, after checking that the server and herald's role can stream.
-func newWALSource(ctx context.Context, conn *sql.DB, db *dbFlags, slot slotFlag, logger *slog.Logger) (relay.StreamSource, error) {
+func newWALSource(ctx context.Context, conn *sql.DB, db *dbFlags, slot slotFlag, logger *slog.Logger) (changestream.Source, error) {
 	cfg, err := walConfig(db, slot, logger)
 	if err != nil {
 		return nil, err
 	}
-	src, err := walsource.New(ctx, conn, cfg)
+	src, err := wal.NewSource(ctx, conn, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--source wal: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/database"
+	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
 )
 
@@ -278,11 +279,14 @@ type Drill struct {
 	Source string
 
 	kind faultKind
-	// target is the failpoint's service; failpoint its name; crashAt the
-	// hit that crashes, given the orders of the drill.
+	// target is the failpoint's service; failpoint its name (one of
+	// package failpoint's constants); crashAt the hit that crashes, given
+	// the orders of the drill; evidence what proves the crash happened in
+	// the drill's window (evidence.go).
 	target    string
 	failpoint string
 	crashAt   func(orders int) int
+	evidence  evidence
 }
 
 // AppliesTo says whether the drill runs with relays of source.
@@ -312,13 +316,13 @@ var Catalog = []Drill{
 	},
 	{
 		Name: "relay-crash-after-ack", Window: 2, Source: SourcePoll, kind: faultFailpoint,
-		target: "relay-1", failpoint: "relay.after_ack_before_mark", crashAt: fixed(5),
+		target: "relay-1", failpoint: failpoint.RelayAfterAckBeforeMark, crashAt: fixed(5), evidence: orphansSentAgain,
 		Fault:  "relay-1 SIGKILLed after Kafka acknowledged its 5th batch, before marking it published",
 		Proves: "an acknowledged but unmarked batch is published again by another lease: duplicates, never losses; the inbox absorbs them",
 	},
 	{
 		Name: "consumer-crash-after-commit", Window: 3, kind: faultFailpoint,
-		target: "inventory", failpoint: "consumer.after_commit_before_offset", crashAt: third,
+		target: "inventory", failpoint: failpoint.ConsumerAfterCommitBeforeOffset, crashAt: third, evidence: inboxDroppedRedelivery,
 		Fault:  "inventory SIGKILLed after its database commit, before the Kafka offset commit (a third into the load)",
 		Proves: "a record redelivered after the consumer's commit is dropped by the inbox: stock reserved once, one warehouse effect",
 	},
@@ -334,25 +338,25 @@ var Catalog = []Drill{
 	},
 	{
 		Name: "consumer-crash-before-call", kind: faultFailpoint,
-		target: "inventory", failpoint: "consumer.after_commit_before_call", crashAt: third,
+		target: "inventory", failpoint: failpoint.ConsumerAfterCommitBeforeCall, crashAt: third, evidence: warehouseCallPending,
 		Fault:  "inventory SIGKILLed after its commit, before calling the warehouse (a third into the load)",
 		Proves: "a warehouse call lost with the process is made by the sweeper after the restart, and applied once (idempotency key)",
 	},
 	{
 		Name: "relay-crash-after-claim", Source: SourcePoll, kind: faultFailpoint,
-		target: "relay-1", failpoint: "relay.after_claim", crashAt: fixed(5),
+		target: "relay-1", failpoint: failpoint.RelayAfterClaim, crashAt: fixed(5), evidence: orphansSentOnce,
 		Fault:  "relay-1 SIGKILLed right after committing its 5th claim, before any Kafka I/O",
 		Proves: "a dead relay's lease expires and another relay publishes its batch: nothing lost, order kept",
 	},
 	{
 		Name: "stream-crash-after-ack", Window: 2, Source: SourceStream, kind: faultFailpoint,
-		target: "relay-1", failpoint: "stream.after_ack_before_checkpoint", crashAt: fixed(5),
+		target: "relay-1", failpoint: failpoint.StreamAfterAckBeforeCheckpoint, crashAt: fixed(5), evidence: orphansSentAgain,
 		Fault:  "relay-1, the stream's leader, SIGKILLed after Kafka acknowledged its 5th streamed batch, before marking it and saving the checkpoint",
 		Proves: "the next leader resumes at the last checkpoint and publishes the unmarked batch again: duplicates, never losses; the inbox absorbs them",
 	},
 	{
 		Name: "stream-crash-after-read", Source: SourceStream, kind: faultFailpoint,
-		target: "relay-1", failpoint: "stream.after_read", crashAt: fixed(5),
+		target: "relay-1", failpoint: failpoint.StreamAfterRead, crashAt: fixed(5), evidence: orphansSentOnce,
 		Fault:  "relay-1, the stream's leader, SIGKILLed right after reading its 5th batch from the binlog or the WAL, before any Kafka I/O",
 		Proves: "the stream's lease expires and the next leader reads the batch again from the checkpoint: nothing lost, order kept",
 	},
@@ -363,7 +367,7 @@ var Catalog = []Drill{
 	},
 	{
 		Name: "orders-crash-after-commit", Window: 1, kind: faultFailpoint,
-		target: "orders", failpoint: "orders.after_commit", crashAt: third,
+		target: "orders", failpoint: failpoint.OrdersAfterCommit, crashAt: third, evidence: orderCommittedUnanswered,
 		Fault:  "the orders API SIGKILLed after committing an order, before answering (a third into the load)",
 		Proves: "an order the client never heard about is committed with its event, and the event flows like any other",
 	},

@@ -34,9 +34,9 @@ func TestRelayFailpointsFireWhereTheySay(t *testing.T) {
 		// acked: the batch was on the topic when the relay died.
 		acked bool
 	}{
-		{"relay.after_claim", false},
-		{"relay.before_publish", false},
-		{"relay.after_ack_before_mark", true},
+		{failpoint.RelayAfterClaim, false},
+		{failpoint.RelayBeforePublish, false},
+		{failpoint.RelayAfterAckBeforeMark, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.failpoint, func(t *testing.T) {
