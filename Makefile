@@ -19,7 +19,7 @@ reset:
 # bin/: herald, orders, inventory, warehouse.
 build:
 	$(GO) build ./...
-	$(GO) build -o bin/ ./cmd/herald ./examples/orders ./examples/inventory ./examples/warehouse
+	$(GO) build -o bin/ ./cmd/herald ./examples/warehouse && cd cmd/herald/internal/drill/services && $(GO) build -o ../../../../../bin/ ./orders ./inventory
 
 # One pass with every build tag: no file is built only without a tag.
 vet:

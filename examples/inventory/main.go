@@ -2,24 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/herald-outbox/herald/database"
-	"github.com/herald-outbox/herald/examples/contract"
-	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/inventory/stock"
-	"github.com/herald-outbox/herald/internal/failpoint"
-	"github.com/herald-outbox/herald/metrics"
-	"github.com/herald-outbox/herald/migrations"
 )
 
 const usage = `inventory: the inventory consumer. It reserves stock for every order.created
@@ -66,7 +57,6 @@ Settings come from the environment:
   HERALD_INVENTORY_START_AT         replay: a NEW group starts at this RFC 3339 time
   HERALD_INVENTORY_RATE_LIMIT       records per second, for replays (default unlimited)
   HERALD_LOG_LEVEL                  debug, info (default), warn or error
-  HERALD_FAILPOINTS                 crash drills, e.g. consumer.after_commit_before_offset=crash
 
 At start it applies herald's migrations (consumed_events) and its own, and
 seeds stock. It logs JSON to stderr. On SIGTERM or SIGINT it finishes the
@@ -75,95 +65,46 @@ group and exits 0.
 `
 
 func main() {
-	if code, done := cmdline.Parse("inventory", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+	if code, done := parseCommandLine(os.Args[1:]); done {
 		os.Exit(code)
 	}
-	if err := failpoint.EnableFromEnv(); err != nil {
-		fmt.Fprintf(os.Stderr, "inventory: %v\n", err)
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	env, err := stock.EnvFrom(os.Getenv)
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: env.LogLevel}))
 	slog.SetDefault(log)
-	if err := run(log); err != nil {
+	if err == nil {
+		err = run(env, log)
+	}
+	if err != nil {
 		log.Error("inventory failed", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger) error {
+func run(env stock.Env, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	env, err := stock.EnvFrom(os.Getenv)
-	if err != nil {
-		return err
-	}
-	kafkaOpts, err := env.Kafka.Options()
-	if err != nil {
-		return fmt.Errorf("kafka security (HERALD_KAFKA_*): %w", err)
-	}
-	db, dialect, err := database.Open(ctx, env.DSN, env.DatabaseOptions)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for _, set := range []migrations.Set{migrations.Herald, stock.Migrations} {
-		if _, err := set.Up(setupCtx, db); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-	}
-	if err := stock.Seed(setupCtx, db, dialect, env.Seed); err != nil {
-		return err
-	}
-	cfg := env.Config
-	cfg.DB, cfg.Dialect = db, dialect
-	cfg.KafkaOptions = kafkaOpts
-	cfg.Logger = log
-	stopMetrics, err := serveMetrics(ctx, &cfg, log)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	svc, err := stock.New(cfg)
-	if err != nil {
-		return err
-	}
-	return svc.Run(ctx)
+	env.Config.Logger = log
+	return stock.RunEnv(ctx, env)
 }
 
-// serveMetrics adds /metrics to the service's address: the inbox's counters
-// and the group's lag, read from Kafka every 15 s.
-func serveMetrics(ctx context.Context, cfg *stock.Config, log *slog.Logger) (stop func(), err error) {
-	name := cfg.ConsumerName
-	if name == "" {
-		name = stock.ConsumerNameDefault
+// parseCommandLine reads the command line, which takes nothing but --help
+// (or -h): it prints usage to stdout and exits 0 before anything reaches a
+// server; any other flag or argument is an error (exit 2). done says main
+// must exit at once, with code.
+func parseCommandLine(args []string) (code int, done bool) {
+	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {} // --help prints to stdout below; a bad flag points to --help
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Print(usage)
+		return 0, true
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "inventory: settings come from the environment; see inventory --help")
+		return 2, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(os.Stderr, "inventory: unexpected argument %q: settings come from the environment; see inventory --help\n", fs.Arg(0))
+		return 2, true
 	}
-	group := cfg.Group
-	if group == "" {
-		group = name
-	}
-	topics := cfg.Topics
-	if len(topics) == 0 {
-		topics = []string{contract.TopicOrdersDefault}
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.KafkaOptions...)...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka admin client: %w", err)
-	}
-	reg := metrics.NewRegistry()
-	cfg.Observer = metrics.NewConsumer(reg, name)
-	lag := metrics.NewConsumerLag(reg, kadm.NewClient(cl), group, topics, 0, log)
-	lagCtx, cancel := context.WithCancel(ctx)
-	go lag.Run(lagCtx)
-	cfg.Routes = func(mux *http.ServeMux) { mux.Handle("GET /metrics", metrics.Handler(reg)) }
-	return func() { cancel(); cl.Close() }, nil
-}
-
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("HERALD_LOG_LEVEL"))); err != nil {
-		return slog.LevelInfo
-	}
-	return l
+	return 0, false
 }

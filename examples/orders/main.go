@@ -10,19 +10,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
-	"time"
 
-	"github.com/herald-outbox/herald/database"
-	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/orders/api"
-	"github.com/herald-outbox/herald/internal/failpoint"
-	"github.com/herald-outbox/herald/testkit/localstack"
 )
 
 const usage = `orders: the orders example service, an HTTP API that writes each order and
@@ -45,71 +41,54 @@ Settings come from the environment:
                                 the address's
   HERALD_MYSQL_PASSWORD         the password itself (when no file is given)
   HERALD_ORDERS_TEST_ROLLBACKS  1 honours the X-Herald-Rollback header, for fault drills (default 0)
-  HERALD_FAILPOINTS             crash drills, e.g. orders.after_commit=crash (default none)
 
 It applies herald's schema and its own at start, logs JSON to stderr and stops
 gracefully on SIGTERM or SIGINT (exit code 0).
 `
 
 func main() {
-	if code, done := cmdline.Parse("orders", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+	if code, done := parseCommandLine(os.Args[1:]); done {
 		os.Exit(code)
 	}
-	os.Exit(run())
+	env, err := api.EnvFrom(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "orders: %v\n", err)
+		os.Exit(2)
+	}
+	os.Exit(run(env))
 }
 
-func run() int {
-	if err := failpoint.EnableFromEnv(); err != nil {
-		fmt.Fprintf(os.Stderr, "orders: %v\n", err)
-		return 2
-	}
+func run(env api.Env) int {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	cfg := api.Config{Addr: os.Getenv("HERALD_ORDERS_ADDR"), Logger: log}
-	if v := os.Getenv("HERALD_ORDERS_TEST_ROLLBACKS"); v != "" {
-		allow, err := strconv.ParseBool(v)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "orders: HERALD_ORDERS_TEST_ROLLBACKS: want 0 or 1, got %q\n", v)
-			return 2
-		}
-		cfg.AllowRollbackHeader = allow
-	}
-	dsn, variable := localstack.DatabaseURL()
-	if err := database.Check(dsn, database.ConnOptions{}); err != nil {
-		fmt.Fprintf(os.Stderr, "orders: %s: %v\n", variable, err)
-		return 2
-	}
-
-	db, dialect, err := database.Open(ctx, dsn, database.ConnOptionsFromEnv(os.Getenv))
-	if err != nil {
-		log.Error("open database", "error", err.Error())
-		return 1
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
-	cfg.DB, cfg.Dialect = db, dialect
-
-	migrateCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := api.Migrate(migrateCtx, db); err != nil {
-		log.Error("migrate", "error", err.Error())
-		return 1
-	}
-	if cfg.AllowRollbackHeader {
-		log.Warn("X-Herald-Rollback is honoured: requests may roll back on purpose (HERALD_ORDERS_TEST_ROLLBACKS)")
-	}
-	srv, err := api.New(cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "orders: %v\n", err)
-		return 2
-	}
-	if err := srv.Run(ctx); err != nil {
+	env.Config.Logger = log
+	if err := api.RunEnv(ctx, env); err != nil {
 		log.Error("orders service stopped", "error", err.Error())
 		return 1
 	}
 	return 0
+}
+
+// parseCommandLine reads the command line, which takes nothing but --help
+// (or -h): it prints usage to stdout and exits 0 before anything reaches a
+// server; any other flag or argument is an error (exit 2). done says main
+// must exit at once, with code.
+func parseCommandLine(args []string) (code int, done bool) {
+	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {} // --help prints to stdout below; a bad flag points to --help
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Print(usage)
+		return 0, true
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "orders: settings come from the environment; see orders --help")
+		return 2, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(os.Stderr, "orders: unexpected argument %q: settings come from the environment; see orders --help\n", fs.Arg(0))
+		return 2, true
+	}
+	return 0, false
 }

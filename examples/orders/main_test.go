@@ -27,7 +27,7 @@ const orderBody = `{"customer_id":42,"items":[{"sku":"SKU-1","quantity":2,"unit_
 // never show the DSN.
 func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	d := testenv.NewDatabase(t)
-	p := startBinary(t, d, "HERALD_ORDERS_TEST_ROLLBACKS=0")
+	p := startBinary(t, ordersMain, d, "HERALD_ORDERS_TEST_ROLLBACKS=0")
 
 	resp := p.post(t, "/orders", orderBody, nil)
 	if resp.status != http.StatusCreated {
@@ -66,7 +66,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 // also checks that HERALD_ORDERS_TEST_ROLLBACKS=1 reaches the service.
 func TestBinaryCrashAfterCommit(t *testing.T) {
 	d := testenv.NewDatabase(t)
-	p := startBinary(t, d, "HERALD_ORDERS_TEST_ROLLBACKS=1", "HERALD_FAILPOINTS=orders.after_commit=crash")
+	p := startBinary(t, ordersDrillMain, d, "HERALD_ORDERS_TEST_ROLLBACKS=1", "HERALD_FAILPOINTS=orders.after_commit=crash")
 
 	rolledBack := p.post(t, "/orders", orderBody, map[string]string{"X-Herald-Rollback": "1"})
 	if rolledBack.status != http.StatusInternalServerError || !strings.Contains(string(rolledBack.body), `"deliberate_rollback"`) {
@@ -94,14 +94,23 @@ type process struct {
 	base string
 }
 
-// startBinary starts the binary on d with HERALD_ORDERS_ADDR=127.0.0.1:0 (the
+// The orders binaries: the example's own main, and the drills' main that
+// runs the same service with herald's failpoints armed from
+// HERALD_FAILPOINTS.
+const (
+	ordersMain      = "./examples/orders"
+	ordersDrillMain = "./cmd/herald/internal/drill/services/orders"
+)
+
+// startBinary starts the binary built from pkg (ordersMain or
+// ordersDrillMain) on d with HERALD_ORDERS_ADDR=127.0.0.1:0 (the
 // OS picks a free port, the "listening" log line names it) plus env, and
 // waits until /healthz answers 200. The process is killed when t ends if it
 // is still running.
-func startBinary(t *testing.T, d *testenv.Database, env ...string) *process {
+func startBinary(t *testing.T, pkg string, d *testenv.Database, env ...string) *process {
 	t.Helper()
 	p := &process{Process: testenv.StartProcess(t, testenv.ProcessOptions{
-		Path:    testenv.Binary(t, "./examples/orders"),
+		Path:    testenv.Binary(t, pkg),
 		DropEnv: []string{"HERALD_"},
 		Env:     append([]string{"HERALD_ORDERS_ADDR=127.0.0.1:0", "HERALD_MYSQL_DSN=" + d.DSN}, env...),
 	})}

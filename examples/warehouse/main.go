@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,7 +12,6 @@ import (
 	"time"
 
 	"github.com/herald-outbox/herald/database"
-	"github.com/herald-outbox/herald/examples/internal/cmdline"
 	"github.com/herald-outbox/herald/examples/warehouse/server"
 )
 
@@ -43,7 +44,7 @@ or SIGINT finishes in-flight requests and exits 0.
 `
 
 func main() {
-	if code, done := cmdline.Parse("warehouse", usage, os.Args[1:], os.Stdout, os.Stderr); done {
+	if code, done := parseCommandLine(os.Args[1:]); done {
 		os.Exit(code)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
@@ -81,4 +82,26 @@ func logLevel() slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// parseCommandLine reads the command line, which takes nothing but --help
+// (or -h): it prints usage to stdout and exits 0 before anything reaches a
+// server; any other flag or argument is an error (exit 2). done says main
+// must exit at once, with code.
+func parseCommandLine(args []string) (code int, done bool) {
+	fs := flag.NewFlagSet("warehouse", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {} // --help prints to stdout below; a bad flag points to --help
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Print(usage)
+		return 0, true
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "warehouse: settings come from the environment; see warehouse --help")
+		return 2, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(os.Stderr, "warehouse: unexpected argument %q: settings come from the environment; see warehouse --help\n", fs.Arg(0))
+		return 2, true
+	}
+	return 0, false
 }

@@ -246,7 +246,8 @@ var built struct {
 }
 
 // Binary builds the main package pkg ("./cmd/herald",
-// "./examples/orders"; relative to the repository root) once per test
+// "./examples/orders"; relative to the repository root, also inside a
+// nested module such as ./cmd/herald/internal/drill/services) once per test
 // process and returns the binary's path. Binaries built by one process share
 // a directory, as `make build` puts them into bin/. Call RemoveBuilt from
 // TestMain to delete them afterwards.
@@ -266,15 +267,42 @@ func Binary(t testing.TB, pkg string) string {
 		built.dir, built.path = dir, map[string]string{}
 	}
 	path := filepath.Join(built.dir, filepath.Base(pkg))
+	for _, other := range built.path {
+		if other == path { // two packages of one name (examples/orders and the drills' orders)
+			sub := filepath.Join(built.dir, sanitize(pkg))
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path = filepath.Join(sub, filepath.Base(pkg))
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", path, pkg)
-	cmd.Dir = root
+	dir, rel := moduleOf(root, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", path, rel)
+	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	built.path[pkg] = path
 	return path
+}
+
+// moduleOf returns the directory of the module that holds pkg (relative
+// to root): root itself, or a nested module such as
+// cmd/herald/internal/drill/services, which `go build` must run inside;
+// and pkg relative to that directory.
+func moduleOf(root, pkg string) (dir, rel string) {
+	for d := filepath.Join(root, pkg); d != root && strings.HasPrefix(d, root); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			r, err := filepath.Rel(d, filepath.Join(root, pkg))
+			if err != nil {
+				break
+			}
+			return d, "./" + filepath.ToSlash(r)
+		}
+	}
+	return root, pkg
 }
 
 // HeraldBinary is Binary(t, "./cmd/herald").

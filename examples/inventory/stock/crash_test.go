@@ -39,7 +39,7 @@ func testCrashBetweenCommitAndCall(t *testing.T, on testenv.Server) {
 			eventID, created := event(t, contract.TypeOrderCreated, 11, twoOfSKU1)
 			f.produce(t, "11", created)
 
-			first := startInventory(t, f, "HERALD_INVENTORY_ADDR=-", "HERALD_FAILPOINTS="+tt.failpoint+"=crash")
+			first := startInventory(t, inventoryDrillMain, f, "HERALD_INVENTORY_ADDR=-", "HERALD_FAILPOINTS="+tt.failpoint+"=crash")
 			first.Wait(t, 2*time.Minute)
 			assertKilled(t, first)
 
@@ -63,7 +63,7 @@ func testCrashBetweenCommitAndCall(t *testing.T, on testenv.Server) {
 			}
 
 			addr := freeAddr(t)
-			second := startInventory(t, f, "HERALD_INVENTORY_ADDR="+addr)
+			second := startInventory(t, inventoryMain, f, "HERALD_INVENTORY_ADDR="+addr)
 			testenv.Eventually(t, time.Minute, "the warehouse called and the lag at 0", func() bool {
 				return f.warehouseStats(t).Effects == 1 &&
 					f.count(t, "SELECT COUNT(*) FROM warehouse_calls WHERE status = 'done'") == 1 &&

@@ -15,7 +15,6 @@ import (
 
 	"github.com/herald-outbox/herald/backoff"
 	"github.com/herald-outbox/herald/database"
-	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/kafka"
 	"github.com/herald-outbox/herald/store"
 )
@@ -50,7 +49,8 @@ type dispatcher struct {
 	backoff      time.Duration
 	backoffLimit time.Duration
 
-	keys chan string
+	keys       chan string
+	beforeCall func() // Config.BeforeWarehouseCall
 
 	done    atomic.Int64
 	failed  atomic.Int64
@@ -148,7 +148,9 @@ func (d *dispatcher) callQuery(ctx context.Context, query string, args ...any) {
 // the Idempotency-Key: however often this runs for one row, the warehouse
 // applies it once.
 func (d *dispatcher) call(ctx context.Context, c pendingCall) {
-	failpoint.Hit(failpoint.ConsumerAfterCommitBeforeCall)
+	if d.beforeCall != nil {
+		d.beforeCall()
+	}
 	status, err := d.post(ctx, c)
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()

@@ -2,13 +2,22 @@ package stock
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/herald-outbox/herald/database"
 	"github.com/herald-outbox/herald/kafka"
-	"github.com/herald-outbox/herald/testkit/localstack"
+)
+
+// Env's defaults: the servers of herald's local stack (`make up`).
+const (
+	// DSNDefault is Env.DSN's default: the local stack's MariaDB.
+	DSNDefault = "herald:herald@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC"
+	// BrokersDefault is the default of Env.Config.Brokers: the local
+	// stack's Kafka.
+	BrokersDefault = "127.0.0.1:9092"
 )
 
 // Env is the inventory binary's configuration, read from HERALD_*
@@ -27,6 +36,9 @@ type Env struct {
 	Seed map[string]int64
 	// Config is the service's configuration, without DB.
 	Config Config
+	// LogLevel is the binary's log level (HERALD_LOG_LEVEL: debug, info,
+	// warn or error). Defaults to info, also for a value it does not know.
+	LogLevel slog.Level
 }
 
 // SeedDefault creates SKU-1 .. SKU-20 with 1,000,000 units each.
@@ -41,7 +53,10 @@ func SeedDefault() map[string]int64 {
 // EnvFrom reads Env with getenv (os.Getenv in the binary); an invalid value
 // is an error naming its variable.
 func EnvFrom(getenv func(string) string) (Env, error) {
-	e := Env{DSN: localstack.MySQLDSNDefault, Seed: SeedDefault()}
+	e := Env{DSN: DSNDefault, Seed: SeedDefault()}
+	if err := e.LogLevel.UnmarshalText([]byte(getenv("HERALD_LOG_LEVEL"))); err != nil {
+		e.LogLevel = slog.LevelInfo
+	}
 	for _, name := range []string{"HERALD_MYSQL_DSN", "HERALD_DATABASE_URL"} { // the alias, then the name
 		if v := getenv(name); v != "" {
 			e.DSN = v
@@ -53,12 +68,12 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		return Env{}, err
 	}
 	c := &e.Config
-	c.Brokers = localstack.SplitBrokers(localstack.KafkaBrokersDefault)
+	c.Brokers = splitList(BrokersDefault)
 	if v := getenv("HERALD_KAFKA_BROKERS"); v != "" {
-		c.Brokers = localstack.SplitBrokers(v)
+		c.Brokers = splitList(v)
 	}
 	if v := getenv("HERALD_INVENTORY_TOPICS"); v != "" {
-		c.Topics = localstack.SplitBrokers(v) // the same comma-separated list syntax
+		c.Topics = splitList(v)
 		for _, topic := range c.Topics {
 			if err := kafka.ValidateTopicName(topic); err != nil {
 				return Env{}, fmt.Errorf("HERALD_INVENTORY_TOPICS=%q: %v", v, err)
@@ -105,4 +120,16 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 		return Env{}, err
 	}
 	return e, nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries and
+// surrounding spaces.
+func splitList(list string) []string {
+	var items []string
+	for _, item := range strings.Split(list, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }

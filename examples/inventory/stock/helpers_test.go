@@ -219,12 +219,21 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startInventory runs the inventory binary against f with extra
-// environment; it is killed when t ends if it still runs.
-func startInventory(t *testing.T, f *fixture, extra ...string) *testenv.Process {
+// The inventory binaries: the example's own main, and the drills' main
+// that runs the same service with herald's failpoints armed from
+// HERALD_FAILPOINTS.
+const (
+	inventoryMain      = "./examples/inventory"
+	inventoryDrillMain = "./cmd/herald/internal/drill/services/inventory"
+)
+
+// startInventory runs the inventory binary built from pkg (inventoryMain or
+// inventoryDrillMain) against f with extra environment; it is killed when t
+// ends if it still runs.
+func startInventory(t *testing.T, pkg string, f *fixture, extra ...string) *testenv.Process {
 	t.Helper()
 	return testenv.StartProcess(t, testenv.ProcessOptions{
-		Path:    testenv.Binary(t, "./examples/inventory"),
+		Path:    testenv.Binary(t, pkg),
 		DropEnv: []string{"HERALD_"},
 		Env: append([]string{
 			"HERALD_DATABASE_URL=" + f.db.DSN,

@@ -105,6 +105,12 @@ type Config struct {
 	Observer inbox.Observer
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// BeforeWarehouseCall, when set, is called before each warehouse call,
+	// after the transaction that queued it committed: the window where a
+	// crash leaves a committed reservation whose call is still pending (the
+	// sweeper makes it later). herald's crash drills stop the process
+	// there. Defaults to nil.
+	BeforeWarehouseCall func()
 }
 
 func (c Config) withDefaults() Config {
@@ -184,7 +190,7 @@ func New(cfg Config) (*Service, error) {
 		db: cfg.DB, dialect: cfg.Dialect, client: cfg.HTTPClient, url: strings.TrimSuffix(cfg.WarehouseURL, "/") + "/v1/operations",
 		log: cfg.Logger.With("consumer", cfg.ConsumerName), interval: cfg.SweepInterval, grace: cfg.SweepGrace,
 		backoff: 500 * time.Millisecond, backoffLimit: time.Minute,
-		keys: make(chan string, 4096),
+		keys: make(chan string, 4096), beforeCall: cfg.BeforeWarehouseCall,
 	}
 	c, err := inbox.New(inbox.Config{
 		Dialect:        cfg.Dialect,

@@ -70,6 +70,12 @@ type Config struct {
 	// fault drills (see RollbackHeader). Never enable it in production.
 	// Defaults to false.
 	AllowRollbackHeader bool
+	// AfterCommit, when set, is called after a create or a cancel
+	// committed and before its answer is written (a replayed create
+	// commits nothing and does not call it): the window where a crash
+	// leaves a committed order, and its event, without an answer. herald's
+	// crash drills stop the process there. Defaults to nil.
+	AfterCommit func()
 
 	// afterBusinessInsert, when set, runs inside the create transaction
 	// after the order rows and before the event; an error rolls back.

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-outbox/herald/internal/failpoint"
 	"github.com/herald-outbox/herald/outbox"
 )
 
@@ -219,7 +218,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ReplayedHeader, "true")
 	} else {
 		s.log.InfoContext(ctx, "order created", "order_id", c.orderID, "event_id", c.eventID)
-		failpoint.Hit(failpoint.OrdersAfterCommit)
+		s.afterCommit()
 	}
 	w.Header().Set("Location", "/orders/"+strconv.FormatInt(c.orderID, 10))
 	writeRawJSON(w, c.status, c.body)
@@ -257,8 +256,15 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(ctx, "order cancelled", "order_id", o.id, "event_id", eventID)
-	failpoint.Hit(failpoint.OrdersAfterCommit)
+	s.afterCommit()
 	writeJSON(w, http.StatusOK, OrderResponse{OrderID: o.id, Status: o.status, TotalAmount: money(o.total)})
+}
+
+// afterCommit calls Config.AfterCommit, if set.
+func (s *Server) afterCommit() {
+	if s.cfg.AfterCommit != nil {
+		s.cfg.AfterCommit()
+	}
 }
 
 // handleHealth is GET /healthz: 200 when the database answers.

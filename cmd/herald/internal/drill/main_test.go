@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 func binDir(t *testing.T) string {
 	t.Helper()
 	var dir string
-	for _, pkg := range []string{"./cmd/herald", "./examples/orders", "./examples/inventory", "./examples/warehouse"} {
+	for _, pkg := range []string{"./cmd/herald", "./cmd/herald/internal/drill/services/orders", "./cmd/herald/internal/drill/services/inventory", "./examples/warehouse"} {
 		dir = filepath.Dir(testenv.Binary(t, pkg))
 	}
 	return dir
