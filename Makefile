@@ -24,6 +24,7 @@ build:
 # One pass with every build tag: no file is built only without a tag.
 vet:
 	$(GO) vet -tags cluster,disruptive ./...
+	cd cmd/herald/internal/drill/services && $(GO) vet ./...
 
 # Every test, against the real servers; a server that does not answer is a
 # failure (herald's tests only skip under -short, never passed to them).
